@@ -1,0 +1,166 @@
+/**
+ * Time and randomness, injected.
+ *
+ * This is the only module in `lib/` that touches `Date`, the global timers or
+ * `Math.random`. Everything else receives a {@link Clock} and a {@link Random},
+ * so a 31-hour retry schedule runs in milliseconds under a {@link ManualClock}.
+ */
+
+/** A cancellable timer. Cancelling twice is harmless. */
+export interface TimerHandle {
+  cancel(): void;
+}
+
+export interface Clock {
+  /** Milliseconds since the Unix epoch. */
+  now(): number;
+  /** Runs `fn` once after `delayMs`. Real timers are `unref()`ed: they never keep the process alive. */
+  setTimeout(fn: () => void, delayMs: number): TimerHandle;
+  /** Runs `fn` every `periodMs`. Missed periods are not replayed (as with Node's own intervals). */
+  setInterval(fn: () => void, periodMs: number): TimerHandle;
+}
+
+/** A source of uniformly distributed numbers in [0, 1). */
+export type Random = () => number;
+
+export const systemClock: Clock = Object.freeze({
+  now: () => Date.now(),
+  setTimeout(fn: () => void, delayMs: number): TimerHandle {
+    const timer = setTimeout(fn, Math.max(0, delayMs));
+    timer.unref();
+    return { cancel: () => clearTimeout(timer) };
+  },
+  setInterval(fn: () => void, periodMs: number): TimerHandle {
+    const timer = setInterval(fn, Math.max(1, periodMs));
+    timer.unref();
+    return { cancel: () => clearInterval(timer) };
+  },
+});
+
+export const systemRandom: Random = () => Math.random();
+
+/** A deterministic generator (mulberry32) for tests and simulations. */
+export function seededRandom(seed: number): Random {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Formats epoch milliseconds as an ISO-8601 string. */
+export function isoTime(epochMs: number): string {
+  return new Date(epochMs).toISOString();
+}
+
+/** Parses an ISO-8601 or HTTP date; `undefined` when it is not a date. */
+export function parseDate(text: string): number | undefined {
+  const ms = Date.parse(text);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+interface PendingTimer {
+  readonly seq: number;
+  due: number;
+  readonly periodMs: number | undefined;
+  readonly fn: () => void;
+  cancelled: boolean;
+}
+
+/**
+ * A clock that moves only when told to.
+ *
+ * `advance()` fires one-shot timers in due order, setting `now()` to each
+ * timer's due time before calling it. Intervals are coalesced: an interval that
+ * fell due any number of times during an advance fires once, just before the
+ * next one-shot timer (or at the end), like a real interval on a busy event
+ * loop. Components driven by intervals must therefore read `now()` rather than
+ * count ticks, which is what the timer wheel does.
+ */
+export class ManualClock implements Clock {
+  #now: number;
+  #seq = 0;
+  readonly #timers = new Set<PendingTimer>();
+
+  constructor(startMs = Date.UTC(2026, 0, 1)) {
+    this.#now = startMs;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  setTimeout(fn: () => void, delayMs: number): TimerHandle {
+    return this.#add(fn, Math.max(0, delayMs), undefined);
+  }
+
+  setInterval(fn: () => void, periodMs: number): TimerHandle {
+    return this.#add(fn, Math.max(1, periodMs), Math.max(1, periodMs));
+  }
+
+  /** Moves time forward by `ms`, firing what falls due. */
+  advance(ms: number): void {
+    this.advanceTo(this.#now + ms);
+  }
+
+  /** Moves time forward to `epochMs` (never backwards), firing what falls due. */
+  advanceTo(epochMs: number): void {
+    const target = Math.max(this.#now, epochMs);
+    for (;;) {
+      const next = this.#earliestOneShot(target);
+      if (next === undefined) break;
+      this.#fireIntervals(next.due);
+      if (next.cancelled) continue;
+      this.#timers.delete(next);
+      next.cancelled = true;
+      next.fn();
+    }
+    this.#fireIntervals(target);
+  }
+
+  /** The number of live timers (one-shot and interval). */
+  get pendingTimerCount(): number {
+    return this.#timers.size;
+  }
+
+  /** The due time of the earliest one-shot timer, if any. */
+  nextTimerAt(): number | undefined {
+    let best: number | undefined;
+    for (const t of this.#timers) {
+      if (t.periodMs === undefined && (best === undefined || t.due < best)) best = t.due;
+    }
+    return best;
+  }
+
+  #add(fn: () => void, delayMs: number, periodMs: number | undefined): TimerHandle {
+    const timer: PendingTimer = { seq: this.#seq++, due: this.#now + delayMs, periodMs, fn, cancelled: false };
+    this.#timers.add(timer);
+    return {
+      cancel: () => {
+        timer.cancelled = true;
+        this.#timers.delete(timer);
+      },
+    };
+  }
+
+  #earliestOneShot(limit: number): PendingTimer | undefined {
+    let best: PendingTimer | undefined;
+    for (const t of this.#timers) {
+      if (t.periodMs !== undefined || t.due > limit) continue;
+      if (best === undefined || t.due < best.due || (t.due === best.due && t.seq < best.seq)) best = t;
+    }
+    return best;
+  }
+
+  #fireIntervals(at: number): void {
+    this.#now = Math.max(this.#now, at);
+    for (const t of [...this.#timers]) {
+      if (t.periodMs === undefined || t.cancelled || t.due > this.#now) continue;
+      t.due = this.#now + t.periodMs;
+      t.fn();
+    }
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * Herald's errors: one base class with a stable `code`, a few subclasses by
+ * category. Branch on `code` or on the predicates below, never on messages.
+ * Every code is listed in the README under "Errors".
+ */
+
+export const ErrorCode = {
+  /** A field of an input broke a rule; `field` and `rule` say which. */
+  INVALID_INPUT: 'HERALD_INVALID_INPUT',
+  /** A payload is larger than `delivery.maxPayloadBytes`. */
+  PAYLOAD_TOO_LARGE: 'HERALD_PAYLOAD_TOO_LARGE',
+  /** An endpoint, tenant, delivery or dead letter does not exist. */
+  NOT_FOUND: 'HERALD_NOT_FOUND',
+  /** The request conflicts with the current state (e.g. replaying a dead letter twice). */
+  CONFLICT: 'HERALD_CONFLICT',
+  /** A configuration key holds a value that breaks its rule. */
+  INVALID_CONFIG: 'HERALD_INVALID_CONFIG',
+  /** The store failed or is unreachable. */
+  STORE: 'HERALD_STORE',
+  /** The SSRF guard refused the address a request would connect to. */
+  BLOCKED_ADDRESS: 'HERALD_BLOCKED_ADDRESS',
+  /** A write was refused because this process no longer holds the slot's lease. */
+  FENCED: 'HERALD_FENCED',
+  /** The component was closed. */
+  CLOSED: 'HERALD_CLOSED',
+  /** The admin API was called without a valid bearer token. */
+  UNAUTHORIZED: 'HERALD_UNAUTHORIZED',
+  /** A webhook's signature, id or timestamp did not verify (thrown by `verify()`). */
+  INVALID_SIGNATURE: 'HERALD_INVALID_SIGNATURE',
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export class HeraldError extends Error {
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** Bad input: names the field and the rule it broke. */
+export class ValidationError extends HeraldError {
+  readonly field: string;
+  readonly rule: string;
+
+  constructor(field: string, rule: string, options?: { code?: ErrorCode; cause?: unknown }) {
+    super(options?.code ?? ErrorCode.INVALID_INPUT, `${field}: ${rule}`, options);
+    this.field = field;
+    this.rule = rule;
+  }
+}
+
+export class PayloadTooLargeError extends ValidationError {
+  constructor(field: string, sizeBytes: number, maxBytes: number) {
+    super(field, `must be at most ${maxBytes} bytes (got ${sizeBytes})`, { code: ErrorCode.PAYLOAD_TOO_LARGE });
+  }
+}
+
+export class NotFoundError extends HeraldError {
+  readonly resource: string;
+  readonly id: string;
+
+  constructor(resource: string, id: string, field = `${resource}Id`) {
+    super(ErrorCode.NOT_FOUND, `${field}: unknown ${resource} '${id}'`);
+    this.resource = resource;
+    this.id = id;
+  }
+}
+
+export class ConflictError extends HeraldError {
+  constructor(message: string) {
+    super(ErrorCode.CONFLICT, message);
+  }
+}
+
+/** A configuration value broke its rule; names the key, the value and the rule. */
+export class ConfigError extends HeraldError {
+  readonly key: string;
+
+  constructor(key: string, value: unknown, rule: string) {
+    super(ErrorCode.INVALID_CONFIG, `config ${key}=${JSON.stringify(value)}: ${rule}`);
+    this.key = key;
+  }
+}
+
+export class StoreError extends HeraldError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.STORE, message, options);
+  }
+}
+
+export class BlockedAddressError extends HeraldError {
+  readonly address: string;
+
+  constructor(address: string, host: string) {
+    super(
+      ErrorCode.BLOCKED_ADDRESS,
+      `refused to connect to ${address} (for ${host}): private, loopback, link-local or metadata address; add it to allowNetworks to permit it`,
+    );
+    this.address = address;
+  }
+}
+
+export class ClosedError extends HeraldError {
+  constructor(what: string) {
+    super(ErrorCode.CLOSED, `${what} is closed`);
+  }
+}
+
+export class UnauthorizedError extends HeraldError {
+  constructor() {
+    super(ErrorCode.UNAUTHORIZED, 'Authorization: a valid "Bearer <admin token>" header is required');
+  }
+}
+
+export function isHeraldError(error: unknown): error is HeraldError {
+  return error instanceof HeraldError;
+}
+
+export function hasCode(error: unknown, code: ErrorCode): boolean {
+  return isHeraldError(error) && error.code === code;
+}

@@ -1,0 +1,156 @@
+/**
+ * Herald's domain types. Times are epoch milliseconds; durations carry `Ms`.
+ */
+
+/** An event in the outbox. `id` is generated once and is the `webhook-id` of every attempt and replay. */
+export interface OutboxEvent {
+  readonly id: string;
+  readonly tenantId: string;
+  readonly type: string;
+  /** The JSON payload, serialised once by the producer and sent byte for byte. */
+  readonly payload: string;
+  readonly createdAt: number;
+  /** Set when the producer addressed one endpoint directly instead of fanning out. */
+  readonly endpointId: string | null;
+}
+
+export const DeliveryMode = {
+  /** Retried on the endpoint's schedule until delivered or exhausted. */
+  AT_LEAST_ONCE: 'at-least-once',
+  /** One attempt, never retried; a failure is dead-lettered all the same. */
+  AT_MOST_ONCE: 'at-most-once',
+} as const;
+export type DeliveryMode = (typeof DeliveryMode)[keyof typeof DeliveryMode];
+
+export const EndpointStatus = {
+  ENABLED: 'enabled',
+  /** Disabled by an operator or after failing continuously; its deliveries wait. */
+  DISABLED: 'disabled',
+} as const;
+export type EndpointStatus = (typeof EndpointStatus)[keyof typeof EndpointStatus];
+
+/** A retry schedule: a named preset or explicit ISO-8601 durations between attempts. */
+export type RetrySpec =
+  | { readonly preset: 'aggressive' | 'default' | 'relaxed' }
+  | { readonly schedule: readonly string[] };
+
+/** A `whsec_` signing secret. During a rotation the old one keeps signing until `expiresAt`. */
+export interface SigningSecret {
+  readonly secret: string;
+  readonly createdAt: number;
+  /** `null` for the current secret; set on the previous one when a rotation starts. */
+  readonly expiresAt: number | null;
+}
+
+export interface Endpoint {
+  readonly id: string;
+  readonly tenantId: string;
+  readonly url: string;
+  readonly description: string;
+  /** Event-type filters: exact types, `prefix.*`, or `*`. Empty means every type. */
+  readonly eventTypes: readonly string[];
+  readonly retry: RetrySpec;
+  readonly timeoutMs: number;
+  readonly mode: DeliveryMode;
+  /** Requests in flight to this endpoint at once. */
+  readonly concurrency: number;
+  readonly status: EndpointStatus;
+  /** Why it is disabled (`operator` or `failing`), when it is. */
+  readonly disabledReason: string | null;
+  /** When the current run of failures without a success began; `null` when healthy. */
+  readonly failingSince: number | null;
+  /** The current secret first, then any still within their rotation overlap. */
+  readonly secrets: readonly SigningSecret[];
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+export const DeliveryStatus = {
+  /** Waiting for `nextAttemptAt`. */
+  PENDING: 'pending',
+  /** Claimed by the holder of the slot's lease at `leaseEpoch`. */
+  IN_FLIGHT: 'in_flight',
+  DELIVERED: 'delivered',
+  /** Exhausted or permanently failed: a dead letter holds it. */
+  DEAD: 'dead',
+  /** Its endpoint was deleted before it was delivered. */
+  CANCELLED: 'cancelled',
+} as const;
+export type DeliveryStatus = (typeof DeliveryStatus)[keyof typeof DeliveryStatus];
+
+/** One (event, endpoint) pair. Its id is derived from both, so fan-out is idempotent. */
+export interface Delivery {
+  readonly id: string;
+  readonly eventId: string;
+  readonly endpointId: string;
+  readonly tenantId: string;
+  readonly eventType: string;
+  readonly slot: number;
+  readonly status: DeliveryStatus;
+  /** Attempts made in the current round (a replay starts a new round at 0). */
+  readonly attempts: number;
+  readonly nextAttemptAt: number;
+  /** The lease epoch of the slot when it was last claimed. */
+  readonly leaseEpoch: number;
+  readonly lastError: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly deliveredAt: number | null;
+}
+
+/** A claimed delivery with what is needed to send it. */
+export interface DeliveryJob {
+  readonly delivery: Delivery;
+  readonly event: OutboxEvent;
+}
+
+/** What happened when an attempt was made: facts only, classification comes later. */
+export type Outcome =
+  | {
+      readonly kind: 'response';
+      readonly status: number;
+      /** `Location` header, recorded for 3xx (redirects are never followed). */
+      readonly location: string | null;
+      /** Raw `Retry-After` header, if any. */
+      readonly retryAfter: string | null;
+      /** The first bytes of the response body (at most `delivery.responseBodyMaxBytes`). */
+      readonly body: string;
+    }
+  | { readonly kind: 'timeout'; readonly timeoutMs: number }
+  | {
+      readonly kind: 'network';
+      /** The system or undici error code, e.g. `ECONNREFUSED`, `ECONNRESET`, `ENOTFOUND`. */
+      readonly code: string;
+      readonly message: string;
+    }
+  | { readonly kind: 'blocked'; readonly address: string; readonly message: string };
+
+/** One attempt in the delivery log. */
+export interface Attempt {
+  readonly deliveryId: string;
+  /** 1-based number within the delivery's round. */
+  readonly number: number;
+  /** 0 for the first round, then one more per replay. */
+  readonly round: number;
+  readonly startedAt: number;
+  readonly durationMs: number;
+  readonly outcome: Outcome;
+  /** A short summary, e.g. `HTTP 503` or `timeout after 10000 ms`. */
+  readonly error: string | null;
+}
+
+export interface DeadLetter {
+  readonly id: string;
+  readonly deliveryId: string;
+  readonly eventId: string;
+  readonly endpointId: string;
+  readonly tenantId: string;
+  readonly eventType: string;
+  readonly payload: string;
+  /** Why it died: `exhausted`, `permanent: HTTP 410`, `at-most-once: timeout`, … */
+  readonly reason: string;
+  readonly lastOutcome: Outcome;
+  readonly attempts: readonly Attempt[];
+  readonly createdAt: number;
+  readonly replayedAt: number | null;
+}

@@ -1,0 +1,211 @@
+/**
+ * The Store port: the only storage the engine sees, in the engine's words.
+ *
+ * An adapter owns its connections, knows nothing of actors or HTTP, and passes
+ * the conformance suite in `spec/store/`. Every method may reject with a
+ * `StoreError`; input validation happens before the store is called.
+ *
+ * Delivery lifecycle, as the store enforces it:
+ *
+ *   pending ──claimDue──► in_flight ──settle(delivered)──► delivered
+ *      ▲                     │ ├──settle(retry)──► pending (nextAttemptAt later)
+ *      │                     │ ├──settle(release)► pending (no attempt spent)
+ *      │                     │ └──settle(dead)───► dead ──replay──► pending (new round)
+ *      └── in_flight whose leaseEpoch is older than the slot's epoch is claimable again
+ *          (its claimer crashed or lost the lease).
+ *
+ * A settle is applied only while the delivery is in flight at the epoch it was
+ * claimed with; otherwise it is fenced and reported back, never written.
+ */
+import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent } from '../model.ts';
+
+/** A lease on one slot, held by `owner` until `until`. */
+export interface SlotLease {
+  readonly slot: number;
+  readonly owner: string;
+  readonly until: number;
+  /** Incremented each time the slot changes hands (or is retaken after expiry). */
+  readonly epoch: number;
+}
+
+/** A delivery to create during fan-out. */
+export interface NewDelivery {
+  readonly id: string;
+  readonly eventId: string;
+  readonly endpointId: string;
+  readonly tenantId: string;
+  readonly eventType: string;
+  readonly slot: number;
+  readonly nextAttemptAt: number;
+  readonly createdAt: number;
+}
+
+/** The attempt as the engine records it; the store adds the delivery id and round. */
+export type AttemptRecord = Omit<Attempt, 'deliveryId' | 'round'>;
+
+/** What to write when an attempt ends (or a claim is given back). */
+export type Settlement =
+  | { readonly kind: 'delivered'; readonly deliveryId: string; readonly epoch: number; readonly attempt: AttemptRecord }
+  | {
+      readonly kind: 'retry';
+      readonly deliveryId: string;
+      readonly epoch: number;
+      readonly attempt: AttemptRecord;
+      readonly nextAttemptAt: number;
+    }
+  | {
+      readonly kind: 'dead';
+      readonly deliveryId: string;
+      readonly epoch: number;
+      readonly attempt: AttemptRecord;
+      readonly deadLetterId: string;
+      readonly reason: string;
+    }
+  /** Gives a claimed delivery back untouched (breaker open, mailbox paused, shutdown): no attempt is spent. */
+  | { readonly kind: 'release'; readonly deliveryId: string; readonly epoch: number; readonly nextAttemptAt: number };
+
+export interface SettleResult {
+  /** Ids written. */
+  readonly applied: readonly string[];
+  /** Ids refused because the claim's epoch is no longer current or the delivery is no longer in flight. */
+  readonly fenced: readonly string[];
+}
+
+export interface ClaimRequest {
+  /** The lease owner; only deliveries in slots it holds (lease not expired) are claimed. */
+  readonly owner: string;
+  readonly now: number;
+  /** At most this many in all. */
+  readonly limit: number;
+  /** At most this many per endpoint, so one backlog cannot starve other endpoints. */
+  readonly perEndpointLimit: number;
+  /** Endpoints not to claim for (mailbox full, paused by a 429, breaker open). */
+  readonly skipEndpointIds: readonly string[];
+  /** Claim only for this endpoint. */
+  readonly endpointId?: string;
+}
+
+export interface EndpointPatch {
+  readonly url?: string;
+  readonly description?: string;
+  readonly eventTypes?: readonly string[];
+  readonly retry?: Endpoint['retry'];
+  readonly timeoutMs?: number;
+  readonly mode?: Endpoint['mode'];
+  readonly concurrency?: number;
+  readonly status?: Endpoint['status'];
+  readonly disabledReason?: string | null;
+  readonly failingSince?: number | null;
+  readonly secrets?: Endpoint['secrets'];
+}
+
+export interface DeliveryFilter {
+  readonly endpointId?: string;
+  readonly tenantId?: string;
+  readonly eventId?: string;
+  readonly status?: DeliveryStatus;
+  /** `createdAt >= since` */
+  readonly since?: number;
+  /** `createdAt < until` */
+  readonly until?: number;
+  /** Default 100. */
+  readonly limit?: number;
+}
+
+export interface DeadLetterFilter {
+  readonly endpointId?: string;
+  readonly tenantId?: string;
+  /** `createdAt >= since` */
+  readonly since?: number;
+  /** `createdAt < until` */
+  readonly until?: number;
+  /** Also list dead letters already replayed. Default false. */
+  readonly includeReplayed?: boolean;
+  /** Default 100. */
+  readonly limit?: number;
+}
+
+export interface PurgeResult {
+  readonly attempts: number;
+  readonly deadLetters: number;
+  readonly events: number;
+}
+
+export interface Store {
+  /** Creates the schema if needed; returns the data's fixed slot count (set at first start to `slotCount`). */
+  init(options: { readonly slotCount: number }): Promise<{ readonly slotCount: number }>;
+  /** Closes connections and stops the work signal. */
+  close(): Promise<void>;
+
+  /**
+   * Calls `listener` soon after another process (or connection) commits new
+   * work. Cheap enough to run continuously. Returns a function that stops it.
+   */
+  watch(listener: () => void): () => void;
+
+  // Endpoints
+  createEndpoint(endpoint: Endpoint): Promise<void>;
+  getEndpoint(id: string): Promise<Endpoint | undefined>;
+  listEndpoints(filter?: { readonly tenantId?: string }): Promise<Endpoint[]>;
+  /** Applies the patch and returns the new endpoint, or `undefined` when it does not exist. */
+  updateEndpoint(id: string, patch: EndpointPatch, now: number): Promise<Endpoint | undefined>;
+  /** Deletes it and cancels its undelivered deliveries. False when it did not exist. */
+  deleteEndpoint(id: string, now: number): Promise<boolean>;
+  /** True when at least one endpoint belongs to the tenant. */
+  tenantExists(tenantId: string): Promise<boolean>;
+
+  // Outbox
+  /** Appends events (used by HTTP publishing; producers in a transaction use `lib/producer`). */
+  appendEvents(events: readonly OutboxEvent[]): Promise<void>;
+  /** Events not yet fanned out, oldest first. */
+  unfannedEvents(limit: number): Promise<OutboxEvent[]>;
+  /** Inserts the deliveries (ignoring ids that exist) and marks the event fanned out, atomically. */
+  recordFanOut(eventId: string, deliveries: readonly NewDelivery[]): Promise<void>;
+  getEvent(id: string): Promise<OutboxEvent | undefined>;
+
+  // Leases
+  /**
+   * Takes or renews leases on `slots` for `owner` until `now + leaseMs`: a slot
+   * is taken when it is free, expired, or already the owner's. Taking a slot
+   * from anyone (or after expiry) increments its epoch. Returns the leases the
+   * owner holds among `slots` afterwards.
+   */
+  acquireLeases(request: {
+    readonly owner: string;
+    readonly slots: readonly number[];
+    readonly now: number;
+    readonly leaseMs: number;
+  }): Promise<SlotLease[]>;
+  /** Gives up the owner's leases on `slots` (they become free at once). */
+  releaseLeases(owner: string, slots: readonly number[]): Promise<void>;
+  listLeases(): Promise<SlotLease[]>;
+
+  // Deliveries
+  /** Marks due deliveries in the owner's slots in flight at the slot's epoch and returns them with their events. */
+  claimDue(request: ClaimRequest): Promise<DeliveryJob[]>;
+  /** Writes settlements atomically per delivery, each conditional on its claim epoch. */
+  settle(settlements: readonly Settlement[], now: number): Promise<SettleResult>;
+  getDelivery(id: string): Promise<Delivery | undefined>;
+  /** Newest first. */
+  listDeliveries(filter: DeliveryFilter): Promise<Delivery[]>;
+  /** Every attempt of a delivery, in order, across rounds. */
+  listAttempts(deliveryId: string): Promise<Attempt[]>;
+  countDeliveries(): Promise<Readonly<Record<DeliveryStatus, number>>>;
+  /** The earliest `nextAttemptAt` among pending deliveries of enabled endpoints, if any. */
+  nextDueAt(): Promise<number | undefined>;
+
+  // Dead letters
+  getDeadLetter(id: string): Promise<DeadLetter | undefined>;
+  /** Newest first. */
+  listDeadLetters(filter: DeadLetterFilter): Promise<DeadLetter[]>;
+  /**
+   * Puts the deliveries of the matching, not yet replayed dead letters back to
+   * pending (due `now`, a new round, same event id) and marks the dead letters
+   * replayed. Returns the ids of the dead letters replayed.
+   */
+  replayDeadLetters(selection: { readonly ids: readonly string[] } | DeadLetterFilter, now: number): Promise<string[]>;
+
+  // Retention
+  /** Deletes attempts and dead letters created before `before`, and fanned-out events with nothing left to deliver. */
+  purge(before: number): Promise<PurgeResult>;
+}
