@@ -1,0 +1,105 @@
+/**
+ * `herald start`: starts one Herald node with its status port.
+ *
+ * Flags override the environment, which overrides `--config`, which overrides
+ * `config/default.json`. SIGINT/SIGTERM shut down in order (see lib/herald.ts)
+ * and exit 0.
+ */
+import { parseArgs } from 'node:util';
+import { configFromEnv, readConfigFile, resolveConfig, type ConfigOverrides, type LogLevel } from '../config/config.ts';
+import { isHeraldError } from '../errors.ts';
+import { Herald } from '../herald.ts';
+import { createLogger, logEngineEvents } from '../logging.ts';
+import { resolveAdminToken } from '../status/admin-token.ts';
+import { StatusServer } from '../status/status-server.ts';
+import { redactUri } from '../store/open-store.ts';
+
+const USAGE = `Usage: herald start [options]
+
+Options:
+  --config <file>          JSON file overriding config/default.json
+  --store <setting>        sqlite:<path>                (HERALD_STORE)
+  --port <n>               status port                  (HERALD_PORT)
+  --host <address>         address to bind              (HERALD_HOST)
+  --data-dir <dir>         where the admin token is kept (HERALD_DATA_DIR)
+  --allow-networks <cidrs> comma-separated CIDRs the sender may reach (HERALD_ALLOW_NETWORKS)
+  --log-level <level>      fatal|error|warn|info|debug|trace|silent (HERALD_LOG_LEVEL)
+  -h, --help               this text`;
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '-h' || command === '--help') {
+    process.stdout.write(`${USAGE}\n`);
+    return command === undefined ? 2 : 0;
+  }
+  if (command !== 'start') {
+    process.stderr.write(`herald: unknown command '${command}'\n${USAGE}\n`);
+    return 2;
+  }
+  const { values } = parseArgs({
+    args: [...rest],
+    options: {
+      config: { type: 'string' },
+      store: { type: 'string' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'data-dir': { type: 'string' },
+      'allow-networks': { type: 'string' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help === true) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const flags: ConfigOverrides = {};
+  if (values.store !== undefined) flags.store = values.store;
+  if (values.port !== undefined) flags.port = /^\d+$/.test(values.port) ? Number(values.port) : (values.port as unknown as number);
+  if (values.host !== undefined) flags.host = values.host;
+  if (values['data-dir'] !== undefined) flags.dataDir = values['data-dir'];
+  if (values['allow-networks'] !== undefined) flags.allowNetworks = values['allow-networks'].split(',').map((s) => s.trim()).filter(Boolean);
+  if (values['log-level'] !== undefined) flags.logLevel = values['log-level'] as LogLevel;
+
+  const config = resolveConfig(values.config === undefined ? {} : readConfigFile(values.config), configFromEnv(process.env), flags);
+  const logger = createLogger(config.logLevel);
+  const admin = resolveAdminToken(config.adminToken, config.dataDir);
+  const herald = await Herald.open(config);
+  logEngineEvents(herald, logger);
+  const server = new StatusServer(herald, { host: config.host, port: config.port, adminToken: admin.token });
+  const url = await server.listen();
+  await herald.start();
+
+  const tokenLine =
+    admin.source === 'config' ? 'Admin token: from HERALD_ADMIN_TOKEN / config' : `Admin token: ${admin.token}  (kept in ${admin.path})`;
+  process.stdout.write(
+    [
+      `Herald ${herald.nodeId} listening on ${url}  (store ${redactUri(config.store)})`,
+      tokenLine,
+      `Try: curl -H "Authorization: Bearer <token>" ${url}/v1/status`,
+      '',
+    ].join('\n'),
+  );
+
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string): void => {
+      logger.info({ signal }, 'shutting down');
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await server.close();
+  await herald.close();
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (isHeraldError(error)) process.stderr.write(`herald: ${error.message}\n`);
+    else process.stderr.write(`herald: ${(error as Error)?.stack ?? String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,261 @@
+/**
+ * Herald's configuration: the shape, the rules, and the layering
+ * `config/default.json` < `--config` file < `HERALD_*` environment < flags.
+ *
+ * Every key, its default and its meaning are listed in the README
+ * ("Configuration"). A value that breaks its rule stops the start with a
+ * `ConfigError` naming the key, the value and the rule.
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { ConfigError } from '../errors.ts';
+import { RETRY_PRESETS } from '../policy/retry-schedule.ts';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+export type RetryPresetName = keyof typeof RETRY_PRESETS;
+
+export interface HeraldConfig {
+  /** `sqlite:<path>` (or a `mongodb://` URI once that store lands). */
+  readonly store: string;
+  /** Where the admin token is kept when generated. */
+  readonly dataDir: string;
+  readonly port: number;
+  readonly host: string;
+  /** Bearer token of the admin API; `null` generates one and keeps it in `dataDir/admin-token`. */
+  readonly adminToken: string | null;
+  /** CIDRs the sender may reach despite the SSRF guard. */
+  readonly allowNetworks: readonly string[];
+  readonly logLevel: LogLevel;
+  readonly delivery: {
+    /** Default per-endpoint request timeout (1–30 s). */
+    readonly timeoutMs: number;
+    readonly maxPayloadBytes: number;
+    readonly responseBodyMaxBytes: number;
+    /** Requests in flight on this node at once, shared round-robin between endpoints. */
+    readonly maxInFlight: number;
+    /** Default per-endpoint concurrency. */
+    readonly concurrencyPerEndpoint: number;
+    readonly connectionsPerOrigin: number;
+    /** Default retry preset for new endpoints. */
+    readonly retry: RetryPresetName;
+  };
+  readonly breaker: {
+    readonly errorThresholdPercentage: number;
+    readonly volumeThreshold: number;
+    readonly windowMs: number;
+    readonly cooldownMs: number;
+  };
+  readonly health: {
+    readonly disableAfterMs: number;
+    readonly failingThreshold: number;
+    readonly failingWindowMs: number;
+  };
+  readonly signing: {
+    readonly rotationOverlapMs: number;
+    readonly threads: number;
+  };
+  readonly engine: {
+    readonly slotCount: number;
+    readonly sweepIntervalMs: number;
+    readonly pollIntervalMs: number;
+    readonly claimBatchSize: number;
+    readonly claimPerEndpoint: number;
+    readonly actorIdleMs: number;
+    readonly tickMs: number;
+    readonly leaseMs: number;
+    readonly renewIntervalMs: number;
+  };
+  readonly retention: {
+    readonly keepMs: number;
+    readonly purgeIntervalMs: number;
+  };
+}
+
+/** A partial configuration, as a file, the environment or flags give it. */
+export type ConfigOverrides = {
+  -readonly [K in keyof HeraldConfig]?: HeraldConfig[K] extends readonly string[]
+    ? readonly string[]
+    : HeraldConfig[K] extends object | null
+      ? HeraldConfig[K] extends null | string
+        ? HeraldConfig[K]
+        : Partial<HeraldConfig[K]>
+      : HeraldConfig[K];
+};
+
+const DEFAULT_FILE = fileURLToPath(new URL('../../config/default.json', import.meta.url));
+
+const SECOND = 1_000;
+const DAY = 24 * 60 * 60 * SECOND;
+
+type Rule = { readonly min: number; readonly max: number };
+
+/** Integer ranges for every numeric key. */
+const NUMBER_RULES: Readonly<Record<string, Rule>> = {
+  port: { min: 0, max: 65_535 },
+  'delivery.timeoutMs': { min: SECOND, max: 30 * SECOND },
+  'delivery.maxPayloadBytes': { min: 1, max: 16 * 1024 * 1024 },
+  'delivery.responseBodyMaxBytes': { min: 0, max: 1024 * 1024 },
+  'delivery.maxInFlight': { min: 1, max: 100_000 },
+  'delivery.concurrencyPerEndpoint': { min: 1, max: 256 },
+  'delivery.connectionsPerOrigin': { min: 1, max: 1_024 },
+  'breaker.errorThresholdPercentage': { min: 1, max: 100 },
+  'breaker.volumeThreshold': { min: 1, max: 100_000 },
+  'breaker.windowMs': { min: SECOND, max: DAY },
+  'breaker.cooldownMs': { min: 100, max: DAY },
+  'health.disableAfterMs': { min: SECOND, max: 365 * DAY },
+  'health.failingThreshold': { min: 1, max: 1_000_000 },
+  'health.failingWindowMs': { min: SECOND, max: 30 * DAY },
+  'signing.rotationOverlapMs': { min: 0, max: 30 * DAY },
+  'signing.threads': { min: 1, max: 64 },
+  'engine.slotCount': { min: 1, max: 65_536 },
+  'engine.sweepIntervalMs': { min: 10, max: 60 * SECOND },
+  'engine.pollIntervalMs': { min: 5, max: 60 * SECOND },
+  'engine.claimBatchSize': { min: 1, max: 10_000 },
+  'engine.claimPerEndpoint': { min: 1, max: 10_000 },
+  'engine.actorIdleMs': { min: 100, max: DAY },
+  'engine.tickMs': { min: 1, max: 10 * SECOND },
+  'engine.leaseMs': { min: 100, max: 10 * 60 * SECOND },
+  'engine.renewIntervalMs': { min: 10, max: 5 * 60 * SECOND },
+  'retention.keepMs': { min: SECOND, max: 3650 * DAY },
+  'retention.purgeIntervalMs': { min: SECOND, max: DAY },
+};
+
+/** Reads `config/default.json`: every key with its default. */
+export function defaultConfig(): HeraldConfig {
+  return validateConfig(JSON.parse(readFileSync(DEFAULT_FILE, 'utf8')));
+}
+
+/** Reads a JSON config file; a missing file or bad JSON is a ConfigError naming the file. */
+export function readConfigFile(path: string): ConfigOverrides {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (cause) {
+    throw new ConfigError('--config', path, `cannot be read (${(cause as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (!isRecord(parsed)) throw new Error('not an object');
+    return parsed as ConfigOverrides;
+  } catch {
+    throw new ConfigError('--config', path, 'must hold a JSON object');
+  }
+}
+
+/** The overrides the `HERALD_*` environment variables give. */
+export function configFromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
+  const out: ConfigOverrides = {};
+  if (env.HERALD_STORE) out.store = env.HERALD_STORE;
+  if (env.HERALD_DATA_DIR) out.dataDir = env.HERALD_DATA_DIR;
+  if (env.HERALD_PORT !== undefined && env.HERALD_PORT !== '') out.port = numberFrom('HERALD_PORT', env.HERALD_PORT);
+  if (env.HERALD_HOST) out.host = env.HERALD_HOST;
+  if (env.HERALD_ADMIN_TOKEN) out.adminToken = env.HERALD_ADMIN_TOKEN;
+  if (env.HERALD_ALLOW_NETWORKS !== undefined) out.allowNetworks = listFrom(env.HERALD_ALLOW_NETWORKS);
+  if (env.HERALD_LOG_LEVEL) out.logLevel = env.HERALD_LOG_LEVEL as LogLevel;
+  return out;
+}
+
+/** Merges layers left to right (later wins), then validates the result. */
+export function resolveConfig(...layers: readonly ConfigOverrides[]): HeraldConfig {
+  let merged: Record<string, unknown> = JSON.parse(readFileSync(DEFAULT_FILE, 'utf8'));
+  for (const layer of layers) merged = deepMerge(merged, layer as Record<string, unknown>);
+  return validateConfig(merged);
+}
+
+/** Checks every key against its rule; unknown keys are refused so a typo is not silently ignored. */
+export function validateConfig(raw: unknown): HeraldConfig {
+  if (!isRecord(raw)) throw new ConfigError('(root)', raw, 'must be an object');
+  const reference = JSON.parse(readFileSync(DEFAULT_FILE, 'utf8')) as Record<string, unknown>;
+  checkKeys(raw, reference, '');
+
+  const store = raw.store;
+  if (typeof store !== 'string' || !(store.startsWith('sqlite:') || store.startsWith('mongodb'))) {
+    throw new ConfigError('store', store, 'must be sqlite:<path> or a mongodb:// URI');
+  }
+  if (store.startsWith('sqlite:') && store.length === 'sqlite:'.length) {
+    throw new ConfigError('store', store, 'must name a file after sqlite:');
+  }
+  requireString(raw, 'dataDir');
+  requireString(raw, 'host');
+  if (raw.adminToken !== null && (typeof raw.adminToken !== 'string' || raw.adminToken.length < 16)) {
+    throw new ConfigError('adminToken', '(hidden)', 'must be null (generated) or a string of at least 16 characters');
+  }
+  if (!Array.isArray(raw.allowNetworks) || !raw.allowNetworks.every((x) => typeof x === 'string')) {
+    throw new ConfigError('allowNetworks', raw.allowNetworks, 'must be a list of CIDRs such as 127.0.0.0/8');
+  }
+  if (!LOG_LEVELS.includes(raw.logLevel as LogLevel)) {
+    throw new ConfigError('logLevel', raw.logLevel, `must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  const delivery = raw.delivery as Record<string, unknown>;
+  if (typeof delivery.retry !== 'string' || !Object.hasOwn(RETRY_PRESETS, delivery.retry)) {
+    throw new ConfigError('delivery.retry', delivery.retry, `must be one of ${Object.keys(RETRY_PRESETS).join(', ')}`);
+  }
+  for (const [key, rule] of Object.entries(NUMBER_RULES)) {
+    const value = readPath(raw, key);
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < rule.min || value > rule.max) {
+      throw new ConfigError(key, value, `must be an integer from ${rule.min} to ${rule.max}`);
+    }
+  }
+  const engine = raw.engine as Record<string, number>;
+  if ((engine.renewIntervalMs ?? 0) * 2 > (engine.leaseMs ?? 0)) {
+    throw new ConfigError('engine.renewIntervalMs', engine.renewIntervalMs, 'must be at most half of engine.leaseMs');
+  }
+  return deepFreeze(raw) as unknown as HeraldConfig;
+}
+
+function checkKeys(raw: Record<string, unknown>, reference: Record<string, unknown>, prefix: string): void {
+  for (const key of Object.keys(raw)) {
+    const path = prefix + key;
+    if (!Object.hasOwn(reference, key)) throw new ConfigError(path, raw[key], 'is not a known key (see the README, Configuration)');
+    const ref = reference[key];
+    if (isRecord(ref)) {
+      if (!isRecord(raw[key])) throw new ConfigError(path, raw[key], 'must be an object');
+      checkKeys(raw[key] as Record<string, unknown>, ref, `${path}.`);
+    }
+  }
+}
+
+function requireString(raw: Record<string, unknown>, key: string): void {
+  if (typeof raw[key] !== 'string' || raw[key] === '') throw new ConfigError(key, raw[key], 'must be a non-empty string');
+}
+
+function numberFrom(key: string, text: string): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text.trim())) throw new ConfigError(key, text, 'must be a whole number');
+  return value;
+}
+
+function listFrom(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+function readPath(raw: Record<string, unknown>, path: string): unknown {
+  let value: unknown = raw;
+  for (const part of path.split('.')) value = isRecord(value) ? value[part] : undefined;
+  return value;
+}
+
+function deepMerge(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    if (value === undefined) continue;
+    out[key] = isRecord(value) && isRecord(base[key]) ? deepMerge(base[key] as Record<string, unknown>, value) : value;
+  }
+  return out;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object') {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}

@@ -1,0 +1,362 @@
+/**
+ * The sender: one HTTP POST per attempt, turned into an {@link Outcome}.
+ *
+ * It never throws for a delivery failure; every way a request can go wrong
+ * (timeout, refused, reset, DNS, TLS, an address the SSRF guard refuses)
+ * becomes an outcome for `classify()` to judge. Redirects are never followed
+ * (undici's `request` does not follow them), at most `responseBodyMaxBytes`
+ * of a response are kept, and the rest is discarded without being buffered.
+ *
+ * Connections are pooled per origin by one undici `Agent` with keep-alive.
+ * The SSRF guard sits in the Agent's connector, so it judges the address
+ * actually connected to (after DNS), not the one a URL seemed to name.
+ *
+ * Lifecycle: open from `createSender()` until `close()`; `send()` after
+ * `close()` throws `ClosedError`.
+ */
+import dns from 'node:dns';
+import net from 'node:net';
+import { Agent, buildConnector, request } from 'undici';
+import type { Dispatcher } from 'undici';
+import type { Clock } from '../clock.ts';
+import { BlockedAddressError, ClosedError, ConfigError, ErrorCode, hasCode } from '../errors.ts';
+import type { Outcome } from '../model.ts';
+import { createAddressGuard } from './address-guard.ts';
+import type { AddressGuard } from './address-guard.ts';
+
+const SECOND = 1_000;
+const KIB = 1_024;
+
+export interface SenderOptions {
+  /** Drives request timeouts and measures durations. */
+  readonly clock: Clock;
+  /**
+   * CIDRs the SSRF guard lets through despite being private, loopback or
+   * link-local, e.g. `['127.0.0.0/8', '::1/128']` for tests and local demos.
+   * @default []
+   */
+  readonly allowNetworks?: readonly string[];
+  /**
+   * How much of a response body is kept (as UTF-8 text) for the attempt log.
+   * @default 4096
+   */
+  readonly responseBodyMaxBytes?: number;
+  /**
+   * Keep-alive connections per origin (undici `connections`).
+   * @default 16
+   */
+  readonly connectionsPerOrigin?: number;
+}
+
+export const SENDER_DEFAULTS = Object.freeze({
+  allowNetworks: [],
+  responseBodyMaxBytes: 4 * KIB,
+  connectionsPerOrigin: 16,
+}) satisfies Required<Omit<SenderOptions, 'clock'>>;
+
+export interface SendRequest {
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+  /** Time allowed for the whole exchange, from connecting to the end of the response. */
+  readonly timeoutMs: number;
+}
+
+export interface SendResult {
+  readonly outcome: Outcome;
+  /** By the injected clock, from the start of `send()` to its outcome. */
+  readonly durationMs: number;
+}
+
+export interface Sender {
+  /**
+   * POSTs `body` to `url`. Resolves with an outcome for every delivery failure.
+   * @throws ClosedError (`HERALD_CLOSED`) after `close()`.
+   */
+  send(request: SendRequest): Promise<SendResult>;
+  /** Closes pooled connections, letting requests in flight finish. */
+  close(): Promise<void>;
+}
+
+export const USER_AGENT = 'Herald-Webhooks/0.1';
+
+/**
+ * undici's own connect, headers and body timeouts: only a safety net in case
+ * the clock's timer never fires. The real per-request timeout (at most 30 s)
+ * is the injected clock's, so it can be tested without waiting.
+ */
+const SAFETY_NET_TIMEOUT_MS = 120 * SECOND;
+
+/**
+ * After the kept bytes, up to this much more is read and dropped so the
+ * connection can be reused; a larger remainder is cheaper to cut off by
+ * closing the connection than to download.
+ */
+const DISCARD_MAX_BYTES = 64 * KIB;
+
+const ALLOWED_PROTOCOLS: ReadonlySet<string> = new Set(['http:', 'https:']);
+
+/** The code of an outcome for a URL that cannot be sent to at all. */
+const INVALID_URL_CODE = 'ERR_INVALID_URL';
+
+function validateOptions(options: SenderOptions): Required<SenderOptions> {
+  if (typeof options !== 'object' || options === null) {
+    throw new ConfigError('sender', options, 'must be an options object with a clock');
+  }
+  const { clock } = options;
+  if (typeof clock?.now !== 'function' || typeof clock.setTimeout !== 'function') {
+    throw new ConfigError('clock', typeof clock, 'must be a Clock with now() and setTimeout()');
+  }
+  const merged = { ...SENDER_DEFAULTS, ...definedOnly(options), clock };
+  if (!Number.isSafeInteger(merged.responseBodyMaxBytes) || merged.responseBodyMaxBytes < 0) {
+    throw new ConfigError('responseBodyMaxBytes', merged.responseBodyMaxBytes, 'must be an integer of at least 0');
+  }
+  if (!Number.isSafeInteger(merged.connectionsPerOrigin) || merged.connectionsPerOrigin < 1) {
+    throw new ConfigError('connectionsPerOrigin', merged.connectionsPerOrigin, 'must be an integer of at least 1');
+  }
+  return merged;
+}
+
+function definedOnly<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
+/**
+ * A DNS lookup that hands `net.connect` only addresses the guard allows, and
+ * fails with `BlockedAddressError` when none is. This is the check on the
+ * address about to be connected to, so a name rebound to a private address
+ * between validation and sending is still caught.
+ */
+function guardedLookup(guard: AddressGuard): net.LookupFunction {
+  return (hostname, options, callback) => {
+    dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error !== null) {
+        callback(error, '', 0);
+        return;
+      }
+      const allowed = addresses.filter((entry) => guard.isAllowed(entry.address));
+      const first = allowed[0];
+      if (first === undefined) {
+        callback(blockedLookupError(addresses[0]?.address ?? 'no address', hostname), '', 0);
+      } else if (options.all === true) {
+        callback(null, allowed);
+      } else {
+        callback(null, first.address, first.family);
+      }
+    });
+  };
+}
+
+/** `BlockedAddressError` is a HeraldError; `net` wants an errno-style error from a lookup. */
+function blockedLookupError(address: string, hostname: string): NodeJS.ErrnoException {
+  return new BlockedAddressError(address, hostname) as NodeJS.ErrnoException;
+}
+
+/**
+ * undici's connector with the SSRF guard around it: IP literals (which skip
+ * DNS) are checked before any packet is sent, names through the lookup, and
+ * every socket's remote address once connected.
+ */
+function guardedConnector(guard: AddressGuard): buildConnector.connector {
+  const connect = buildConnector({ lookup: guardedLookup(guard), timeout: SAFETY_NET_TIMEOUT_MS });
+  return (options, callback) => {
+    const { hostname } = options;
+    if (net.isIP(hostname) !== 0 && !guard.isAllowed(hostname)) {
+      const error = new BlockedAddressError(hostname, hostname);
+      queueMicrotask(() => callback(error, null));
+      return;
+    }
+    connect(options, (error, socket) => {
+      if (error !== null) {
+        callback(error, null);
+        return;
+      }
+      const remote = socket.remoteAddress;
+      if (remote === undefined || !guard.isAllowed(remote)) {
+        socket.destroy();
+        callback(new BlockedAddressError(remote ?? 'an unknown address', hostname), null);
+        return;
+      }
+      callback(null, socket);
+    });
+  };
+}
+
+/** Every error reachable from `error` through `cause` and `AggregateError.errors`. */
+function* errorChain(error: unknown, depth = 0): Generator<unknown> {
+  if (error === undefined || error === null || depth > 8) return;
+  yield error;
+  if (error instanceof AggregateError) {
+    for (const inner of error.errors) yield* errorChain(inner, depth + 1);
+  }
+  if (error instanceof Error && error.cause !== undefined) yield* errorChain(error.cause, depth + 1);
+}
+
+function codeOf(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && code !== '' ? code : undefined;
+}
+
+/**
+ * The most telling code in an error chain: a system or TLS code
+ * (`ECONNRESET`, `CERT_HAS_EXPIRED`) over undici's wrapper codes
+ * (`UND_ERR_SOCKET`), which say less about what happened.
+ */
+function networkCode(error: unknown): string {
+  const codes = [...errorChain(error)].map(codeOf).filter((code) => code !== undefined);
+  return codes.find((code) => !code.startsWith('UND_ERR_')) ?? codes[0] ?? 'UNKNOWN';
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof AggregateError && error.message === '') {
+    return error.errors.map(messageOf).join('; ');
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+function failureOutcome(error: unknown): Outcome {
+  for (const inner of errorChain(error)) {
+    if (inner instanceof BlockedAddressError || hasCode(inner, ErrorCode.BLOCKED_ADDRESS)) {
+      const blocked = inner as BlockedAddressError;
+      return { kind: 'blocked', address: blocked.address, message: blocked.message };
+    }
+  }
+  return { kind: 'network', code: networkCode(error), message: messageOf(error) };
+}
+
+function firstHeader(value: string | string[] | undefined): string | null {
+  if (Array.isArray(value)) return value[0] ?? null;
+  return value ?? null;
+}
+
+type ResponseBody = Dispatcher.ResponseData['body'];
+
+/**
+ * Reads at most `maxBytes` of `body`, then pauses it. Rejects if the body
+ * fails (or is aborted by the timeout) before then.
+ */
+function captureBody(body: ResponseBody, maxBytes: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const settle = (error?: unknown): void => {
+      body.off('data', onData).off('end', onEnd).off('close', onEnd).off('error', settle);
+      if (error !== undefined) reject(error);
+      else resolve(Buffer.concat(chunks, size));
+    };
+    const onEnd = (): void => settle();
+    const onData = (chunk: Buffer): void => {
+      const part = chunk.subarray(0, maxBytes - size);
+      chunks.push(part);
+      size += part.length;
+      if (size >= maxBytes) {
+        body.pause();
+        settle();
+      }
+    };
+    if (maxBytes === 0) {
+      resolve(Buffer.alloc(0));
+      return;
+    }
+    body.on('data', onData).once('end', onEnd).once('close', onEnd).once('error', settle);
+  });
+}
+
+/** Drops what is left of a body: drained if small (keeping the connection), else cut off. */
+async function discardBody(body: ResponseBody): Promise<void> {
+  try {
+    await body.dump({ limit: DISCARD_MAX_BYTES });
+  } catch {
+    // The connection is gone either way; the outcome is already known.
+  }
+}
+
+/** UTF-8 text of the kept bytes, without a character cut in half at the limit. */
+function decodeText(bytes: Buffer): string {
+  return new TextDecoder('utf-8').decode(bytes, { stream: true });
+}
+
+function invalidUrl(url: string, why: string): Outcome {
+  return { kind: 'network', code: INVALID_URL_CODE, message: `${JSON.stringify(url)}: ${why}` };
+}
+
+/**
+ * Creates a sender with its own connection pool.
+ *
+ * @throws ConfigError (`HERALD_INVALID_CONFIG`) naming a bad option.
+ */
+export function createSender(options: SenderOptions): Sender {
+  const settings = validateOptions(options);
+  const { clock } = settings;
+  const guard = createAddressGuard(settings.allowNetworks);
+  const agent = new Agent({
+    connections: settings.connectionsPerOrigin,
+    headersTimeout: SAFETY_NET_TIMEOUT_MS,
+    bodyTimeout: SAFETY_NET_TIMEOUT_MS,
+    connect: guardedConnector(guard),
+  });
+  let closed = false;
+
+  async function attempt(sendRequest: SendRequest): Promise<Outcome> {
+    let url: URL;
+    try {
+      url = new URL(sendRequest.url);
+    } catch {
+      return invalidUrl(sendRequest.url, 'not an absolute URL');
+    }
+    if (!ALLOWED_PROTOCOLS.has(url.protocol)) return invalidUrl(sendRequest.url, `unsupported protocol ${JSON.stringify(url.protocol)}`);
+
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': USER_AGENT };
+    for (const [name, value] of Object.entries(sendRequest.headers)) headers[name.toLowerCase()] = value;
+
+    const { timeoutMs } = sendRequest;
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = clock.setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    try {
+      const response = await request(url, {
+        dispatcher: agent,
+        method: 'POST',
+        headers,
+        body: sendRequest.body,
+        signal: controller.signal,
+      });
+      response.body.on('error', () => {
+        // Errors are seen by captureBody or, once it is done, no longer matter.
+      });
+      const kept = await captureBody(response.body, settings.responseBodyMaxBytes);
+      const outcome: Outcome = {
+        kind: 'response',
+        status: response.statusCode,
+        location: firstHeader(response.headers['location']),
+        retryAfter: firstHeader(response.headers['retry-after']),
+        body: decodeText(kept),
+      };
+      await discardBody(response.body);
+      return outcome;
+    } catch (error) {
+      if (timedOut) return { kind: 'timeout', timeoutMs };
+      return failureOutcome(error);
+    } finally {
+      timer.cancel();
+    }
+  }
+
+  return Object.freeze({
+    async send(sendRequest: SendRequest): Promise<SendResult> {
+      if (closed) throw new ClosedError('sender');
+      const startedAt = clock.now();
+      const outcome = await attempt(sendRequest);
+      return { outcome, durationMs: clock.now() - startedAt };
+    },
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      await agent.close();
+    },
+  });
+}

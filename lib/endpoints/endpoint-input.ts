@@ -1,0 +1,119 @@
+/**
+ * Validation of endpoint input from the admin API or the library: every error
+ * names the field and the rule it broke. Pure: defaults come in, data goes out.
+ */
+import { ValidationError } from '../errors.ts';
+import { DeliveryMode, type RetrySpec } from '../model.ts';
+import { validateEndpointUrl } from '../delivery/validate-url.ts';
+import { resolveRetrySpec } from '../policy/retry-schedule.ts';
+
+export interface EndpointDefaults {
+  readonly timeoutMs: number;
+  readonly concurrency: number;
+  readonly retry: RetrySpec;
+}
+
+export interface NewEndpointFields {
+  readonly id?: string;
+  readonly tenantId: string;
+  readonly url: string;
+  readonly description: string;
+  readonly eventTypes: readonly string[];
+  readonly retry: RetrySpec;
+  readonly timeoutMs: number;
+  readonly mode: DeliveryMode;
+  readonly concurrency: number;
+}
+
+export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId'>>;
+
+export const TIMEOUT_MIN_MS = 1_000;
+export const TIMEOUT_MAX_MS = 30_000;
+const ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
+const EVENT_FILTER_PATTERN = /^(\*|[A-Za-z0-9_:-]+(\.[A-Za-z0-9_:-]+)*(\.\*)?)$/;
+const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'concurrency'] as const;
+const CREATABLE = ['id', 'tenantId', ...EDITABLE] as const;
+
+export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults): NewEndpointFields {
+  const body = requireObject(input);
+  rejectUnknown(body, CREATABLE);
+  const changes = validateChanges(body);
+  const id = body.id === undefined ? undefined : identifier(body.id, 'id');
+  return {
+    ...(id === undefined ? {} : { id }),
+    tenantId: identifier(body.tenantId, 'tenantId'),
+    url: changes.url ?? validateEndpointUrl(body.url, 'url'),
+    description: changes.description ?? '',
+    eventTypes: changes.eventTypes ?? [],
+    retry: changes.retry ?? defaults.retry,
+    timeoutMs: changes.timeoutMs ?? defaults.timeoutMs,
+    mode: changes.mode ?? DeliveryMode.AT_LEAST_ONCE,
+    concurrency: changes.concurrency ?? defaults.concurrency,
+  };
+}
+
+export function validateEndpointChanges(input: unknown): EndpointChanges {
+  const body = requireObject(input);
+  rejectUnknown(body, EDITABLE);
+  return validateChanges(body);
+}
+
+/** The same id rule as tenants and events: 1–128 of A–Z a–z 0–9 _ . : - */
+export function identifier(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value === '') throw new ValidationError(field, 'is required and must be a non-empty string');
+  if (!ID_PATTERN.test(value)) throw new ValidationError(field, `must be 1-128 characters of A-Z a-z 0-9 _ . : - (got ${JSON.stringify(value.slice(0, 140))})`);
+  return value;
+}
+
+function validateChanges(body: Record<string, unknown>): EndpointChanges {
+  const out: { -readonly [K in keyof EndpointChanges]: EndpointChanges[K] } = {};
+  if (body.url !== undefined) out.url = validateEndpointUrl(body.url, 'url');
+  if (body.description !== undefined) {
+    if (typeof body.description !== 'string' || body.description.length > 512) {
+      throw new ValidationError('description', 'must be a string of at most 512 characters');
+    }
+    out.description = body.description;
+  }
+  if (body.eventTypes !== undefined) out.eventTypes = eventTypes(body.eventTypes);
+  if (body.retry !== undefined) out.retry = resolveRetrySpec(body.retry, 'retry');
+  if (body.timeoutMs !== undefined) {
+    out.timeoutMs = integerIn(body.timeoutMs, 'timeoutMs', TIMEOUT_MIN_MS, TIMEOUT_MAX_MS);
+  }
+  if (body.mode !== undefined) {
+    const modes = Object.values(DeliveryMode) as string[];
+    if (typeof body.mode !== 'string' || !modes.includes(body.mode)) {
+      throw new ValidationError('mode', `must be one of ${modes.join(', ')} (got ${JSON.stringify(body.mode)})`);
+    }
+    out.mode = body.mode as DeliveryMode;
+  }
+  if (body.concurrency !== undefined) out.concurrency = integerIn(body.concurrency, 'concurrency', 1, 256);
+  return out;
+}
+
+function eventTypes(value: unknown): string[] {
+  if (!Array.isArray(value) || value.length > 100) throw new ValidationError('eventTypes', 'must be a list of at most 100 event types');
+  return value.map((item, i) => {
+    if (typeof item !== 'string' || item.length > 256 || !EVENT_FILTER_PATTERN.test(item)) {
+      throw new ValidationError(`eventTypes[${i}]`, `must be an event type, "prefix.*" or "*" (got ${JSON.stringify(item)})`);
+    }
+    return item;
+  });
+}
+
+function integerIn(value: unknown, field: string, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new ValidationError(field, `must be an integer from ${min} to ${max} (got ${JSON.stringify(value)})`);
+  }
+  return value;
+}
+
+function requireObject(input: unknown): Record<string, unknown> {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) throw new ValidationError('body', 'must be a JSON object');
+  return input as Record<string, unknown>;
+}
+
+function rejectUnknown(body: Record<string, unknown>, allowed: readonly string[]): void {
+  for (const key of Object.keys(body)) {
+    if (!allowed.includes(key)) throw new ValidationError(key, `is not a known field (allowed: ${allowed.join(', ')})`);
+  }
+}

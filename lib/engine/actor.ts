@@ -1,0 +1,294 @@
+/**
+ * The actor of one endpoint: its mailbox, breaker, pause and health.
+ *
+ * The supervisor claims deliveries and hands them in with `enqueue()`. Each
+ * runs through the mailbox (a p-queue with the endpoint's concurrency):
+ *
+ *   enqueue ─► mailbox ─► gate ─┬─ send:  limiter permit ─► sign ─► breaker.run(send) ─► classify ─► settle
+ *                               ├─ probe: the same, as the breaker's single probe
+ *                               ├─ hold:  a probe is out; wait for its result in memory
+ *                               └─ release: paused (429), breaker open, disabled or closing:
+ *                                          give it back to the store untouched, due when we may send again
+ *
+ * A retry is settled as pending at its next attempt time and a wake-up is put
+ * on the actor's timer wheel, so the supervisor claims it again on time. The
+ * actor depends on narrow functions, never on the supervisor.
+ */
+import PQueue from 'p-queue';
+import type { Clock, Random } from '../clock.ts';
+import { newId } from '../ids.ts';
+import type { DeliveryJob, Endpoint, Outcome } from '../model.ts';
+import { classify, describeOutcome } from '../policy/classify.ts';
+import { decideNextStep } from '../policy/next-step.ts';
+import { scheduleOf } from '../policy/retry-schedule.ts';
+import type { AttemptRecord, Settlement } from '../store/port.ts';
+import { BreakerState, type EndpointBreaker } from './breaker.ts';
+import { EndpointHealth, type HealthOptions } from './endpoint-health.ts';
+import { OperationalEventType, type EmitEngineEvent } from './engine-events.ts';
+import type { InFlightLimiter } from './in-flight-limiter.ts';
+
+export interface SendResult {
+  readonly outcome: Outcome;
+  readonly durationMs: number;
+}
+
+/** A wake-up timer: the actor's slice of the node-wide timer wheel. */
+export interface WakeTimers {
+  schedule(at: number): void;
+  readonly size: number;
+  close(): void;
+}
+
+export interface ActorDeps {
+  readonly clock: Clock;
+  readonly random: Random;
+  readonly limiter: InFlightLimiter;
+  readonly breaker: EndpointBreaker;
+  readonly timers: WakeTimers;
+  readonly health: HealthOptions;
+  readonly emit: EmitEngineEvent;
+  /** The `webhook-*` headers for this job, signed with the endpoint's active secrets. */
+  sign(job: DeliveryJob, endpoint: Endpoint, timestampSec: number): Promise<Record<string, string>>;
+  send(request: { url: string; headers: Record<string, string>; body: string; timeoutMs: number }): Promise<SendResult>;
+  /** Writes the settlement; false when it was fenced (the lease moved on). */
+  settle(settlement: Settlement): Promise<boolean>;
+  /** Disables the endpoint after it failed for too long. */
+  disable(endpointId: string, reason: string): Promise<void>;
+}
+
+/** Jobs queued or running beyond this multiple of the concurrency are not claimed for. */
+const MAILBOX_DEPTH_PER_SLOT = 2;
+
+export class EndpointActor {
+  #endpoint: Endpoint;
+  readonly #deps: ActorDeps;
+  readonly #mailbox: PQueue;
+  #health: EndpointHealth;
+  readonly #held: DeliveryJob[] = [];
+  #pausedUntil = 0;
+  #lastActiveAt: number;
+  #closing = false;
+  #lastError: string | null = null;
+
+  constructor(endpoint: Endpoint, deps: ActorDeps) {
+    this.#endpoint = endpoint;
+    this.#deps = deps;
+    this.#mailbox = new PQueue({ concurrency: endpoint.concurrency });
+    this.#health = new EndpointHealth(deps.health, endpoint.failingSince);
+    this.#lastActiveAt = deps.clock.now();
+  }
+
+  get endpoint(): Endpoint {
+    return this.#endpoint;
+  }
+
+  get breakerState(): BreakerState {
+    return this.#deps.breaker.state;
+  }
+
+  get pausedUntil(): number | null {
+    return this.#pausedUntil > this.#deps.clock.now() ? this.#pausedUntil : null;
+  }
+
+  get queued(): number {
+    return this.#mailbox.size + this.#held.length;
+  }
+
+  get running(): number {
+    return this.#mailbox.pending;
+  }
+
+  get lastError(): string | null {
+    return this.#lastError;
+  }
+
+  /** How many more deliveries the supervisor should claim for this endpoint now. */
+  capacity(now: number): number {
+    if (this.#closing || this.#endpoint.status !== 'enabled' || now < this.#pausedUntil) return 0;
+    const breaker = this.#deps.breaker;
+    if (breaker.state === BreakerState.HALF_OPEN) return 0;
+    if (breaker.state === BreakerState.OPEN) return now >= breaker.probeAt && this.queued + this.running === 0 ? 1 : 0;
+    return Math.max(0, this.#endpoint.concurrency * MAILBOX_DEPTH_PER_SLOT - this.queued - this.running);
+  }
+
+  /** Idle: nothing queued, running, held or scheduled, breaker closed, not paused, for `idleMs`. */
+  isIdle(now: number, idleMs: number): boolean {
+    return (
+      this.queued + this.running === 0 &&
+      this.#deps.timers.size === 0 &&
+      this.#deps.breaker.state === BreakerState.CLOSED &&
+      now >= this.#pausedUntil &&
+      now - this.#lastActiveAt >= idleMs
+    );
+  }
+
+  /** Takes a newer version of the endpoint (edited, enabled, disabled). */
+  update(endpoint: Endpoint): void {
+    // Re-enabled: its failure history starts afresh, or the next failure would disable it again.
+    if (endpoint.status === 'enabled' && this.#endpoint.status !== 'enabled') {
+      this.#health = new EndpointHealth(this.#deps.health, endpoint.failingSince);
+    }
+    this.#endpoint = endpoint;
+    this.#mailbox.concurrency = endpoint.concurrency;
+  }
+
+  enqueue(job: DeliveryJob): void {
+    this.#lastActiveAt = this.#deps.clock.now();
+    void this.#mailbox.add(() => this.#run(job)).catch((error: unknown) => {
+      this.#deps.emit('failure', { where: `actor ${this.#endpoint.id}`, error });
+    });
+  }
+
+  /** Called by the breaker family when our breaker changes state. */
+  onBreakerChange(state: BreakerState): void {
+    const probeAt = state === BreakerState.OPEN ? this.#deps.breaker.probeAt : null;
+    this.#deps.emit('breaker', { endpointId: this.#endpoint.id, state, probeAt });
+    if (state === BreakerState.OPEN) {
+      this.#deps.timers.schedule(this.#deps.breaker.probeAt);
+      for (const job of this.#held.splice(0)) void this.#release(job, this.#deps.breaker.probeAt, 'breaker open');
+    } else if (state === BreakerState.CLOSED) {
+      for (const job of this.#held.splice(0)) this.enqueue(job);
+    }
+  }
+
+  /** Stops taking work: queued deliveries are given back; resolves when running attempts have settled. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    for (const job of this.#held.splice(0)) await this.#release(job, this.#deps.clock.now(), 'shutdown');
+    await this.#mailbox.onIdle();
+    this.#deps.timers.close();
+    this.#deps.breaker.shutdown();
+  }
+
+  async #run(job: DeliveryJob): Promise<void> {
+    const { clock } = this.#deps;
+    const now = clock.now();
+    if (this.#closing) return this.#release(job, now, 'shutdown');
+    if (this.#endpoint.status !== 'enabled') return this.#release(job, now, 'endpoint disabled');
+    if (now < this.#pausedUntil) return this.#release(job, this.#pausedUntil, 'paused by 429');
+    const permit = this.#deps.breaker.permit(now);
+    if (permit === 'wait') {
+      if (this.#deps.breaker.state === BreakerState.HALF_OPEN) {
+        this.#held.push(job);
+        return undefined;
+      }
+      return this.#release(job, this.#deps.breaker.probeAt, 'breaker open');
+    }
+
+    const endpoint = this.#endpoint;
+    const releasePermit = await this.#deps.limiter.acquire(endpoint.id);
+    let sent: SendResult | undefined;
+    const startedAt = clock.now();
+    try {
+      const headers = await this.#deps.sign(job, endpoint, Math.floor(startedAt / 1000));
+      const send = async (): Promise<Outcome> => {
+        sent = await this.#deps.send({ url: endpoint.url, headers, body: job.event.payload, timeoutMs: endpoint.timeoutMs });
+        return sent.outcome;
+      };
+      const outcome = await this.#deps.breaker.run(permit, send);
+      if (outcome === undefined || sent === undefined) return this.#release(job, this.#deps.breaker.probeAt, 'breaker open');
+    } finally {
+      releasePermit();
+    }
+    this.#lastActiveAt = clock.now();
+    await this.#conclude(job, endpoint, startedAt, sent);
+    return undefined;
+  }
+
+  async #conclude(job: DeliveryJob, endpoint: Endpoint, startedAt: number, sent: SendResult): Promise<void> {
+    const { clock, emit } = this.#deps;
+    const now = clock.now();
+    const number = job.delivery.attempts + 1;
+    const verdict = classify(sent.outcome, now);
+    const next = decideNextStep({
+      verdict,
+      attemptNumber: number,
+      schedule: scheduleOf(endpoint.retry),
+      mode: endpoint.mode,
+      now,
+      random: this.#deps.random,
+    });
+    const error = verdict.kind === 'delivered' ? null : describeOutcome(sent.outcome);
+    const attempt: AttemptRecord = { number, startedAt, durationMs: sent.durationMs, outcome: sent.outcome, error };
+    const base = { deliveryId: job.delivery.id, epoch: job.delivery.leaseEpoch, attempt } as const;
+    let settlement: Settlement;
+    let summary: string;
+    switch (next.kind) {
+      case 'delivered':
+        settlement = { kind: 'delivered', ...base };
+        summary = 'delivered';
+        break;
+      case 'retry':
+        settlement = { kind: 'retry', ...base, nextAttemptAt: next.at };
+        summary = `retry in ${Math.round((next.at - now) / 1000)} s: ${error ?? ''}`;
+        break;
+      case 'dead':
+        settlement = { kind: 'dead', ...base, deadLetterId: newId('dl'), reason: next.reason };
+        summary = `dead: ${next.reason}`;
+        break;
+    }
+    const applied = await this.#deps.settle(settlement);
+    emit('attempt', {
+      endpointId: endpoint.id,
+      eventId: job.event.id,
+      deliveryId: job.delivery.id,
+      attempt: number,
+      startedAt,
+      durationMs: sent.durationMs,
+      outcome: sent.outcome,
+      summary,
+      settlement,
+      applied,
+    });
+    if (!applied) return;
+
+    if (next.kind === 'retry') {
+      this.#deps.timers.schedule(next.at);
+      if (next.pauseUntil !== undefined && next.pauseUntil > this.#pausedUntil) {
+        this.#pausedUntil = next.pauseUntil;
+        this.#deps.timers.schedule(next.pauseUntil);
+        emit('paused', { endpointId: endpoint.id, until: next.pauseUntil });
+      }
+    }
+    if (next.kind === 'dead') {
+      emit('operational', {
+        type: OperationalEventType.DELIVERY_EXHAUSTED,
+        endpointId: endpoint.id,
+        tenantId: endpoint.tenantId,
+        deliveryId: job.delivery.id,
+        at: now,
+        detail: next.reason,
+      });
+    }
+    await this.#recordHealth(endpoint, next.kind === 'delivered', error, now);
+  }
+
+  async #recordHealth(endpoint: Endpoint, delivered: boolean, error: string | null, now: number): Promise<void> {
+    this.#lastError = delivered ? this.#lastError : error;
+    const transitions = delivered ? this.#health.recordSuccess() : this.#health.recordFailure(now);
+    for (const transition of transitions) {
+      const common = { endpointId: endpoint.id, tenantId: endpoint.tenantId, at: now } as const;
+      if (transition === 'failing') {
+        this.#deps.emit('operational', {
+          type: OperationalEventType.ENDPOINT_FAILING,
+          ...common,
+          detail: `more than ${this.#deps.health.failingThreshold} failures within ${this.#deps.health.failingWindowMs} ms; last: ${error ?? ''}`,
+        });
+      } else if (transition === 'recovered') {
+        this.#deps.emit('operational', { type: OperationalEventType.ENDPOINT_RECOVERED, ...common, detail: 'delivered again' });
+      } else if (this.#endpoint.status === 'enabled') {
+        const since = this.#health.failingSince ?? now;
+        const detail = `failing without a success since ${since} (${now - since} ms); last: ${error ?? ''}`;
+        this.#endpoint = { ...this.#endpoint, status: 'disabled', disabledReason: 'failing' };
+        await this.#deps.disable(endpoint.id, detail);
+        this.#deps.emit('operational', { type: OperationalEventType.ENDPOINT_DISABLED, ...common, detail });
+      }
+    }
+  }
+
+  async #release(job: DeliveryJob, until: number, why: string): Promise<void> {
+    await this.#deps.settle({ kind: 'release', deliveryId: job.delivery.id, epoch: job.delivery.leaseEpoch, nextAttemptAt: until });
+    if (until > this.#deps.clock.now()) this.#deps.timers.schedule(until);
+    this.#deps.emit('released', { endpointId: this.#endpoint.id, deliveryId: job.delivery.id, until, why });
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * The engine's typed events: what happened, for logs, metrics, tests and the
+ * demo. Nothing listens back into the engine.
+ */
+import type { Outcome } from '../model.ts';
+import type { Settlement } from '../store/port.ts';
+import type { BreakerState } from './breaker.ts';
+
+export const OperationalEventType = {
+  /** More than `health.failingThreshold` failures within `health.failingWindowMs`. */
+  ENDPOINT_FAILING: 'endpoint.failing',
+  /** Failing continuously for `health.disableAfterMs`: disabled, its deliveries wait. */
+  ENDPOINT_DISABLED: 'endpoint.disabled',
+  /** A success after `endpoint.failing`. */
+  ENDPOINT_RECOVERED: 'endpoint.recovered',
+  /** A delivery was dead-lettered. */
+  DELIVERY_EXHAUSTED: 'delivery.exhausted',
+} as const;
+export type OperationalEventType = (typeof OperationalEventType)[keyof typeof OperationalEventType];
+
+export interface OperationalEvent {
+  readonly type: OperationalEventType;
+  readonly endpointId: string;
+  readonly tenantId: string;
+  readonly at: number;
+  readonly detail: string;
+  readonly deliveryId?: string;
+}
+
+export interface AttemptEvent {
+  readonly endpointId: string;
+  readonly eventId: string;
+  readonly deliveryId: string;
+  readonly attempt: number;
+  readonly startedAt: number;
+  readonly durationMs: number;
+  readonly outcome: Outcome;
+  /** One line: `delivered`, `retry at …: HTTP 500`, `dead: permanent: HTTP 410` */
+  readonly summary: string;
+  readonly settlement: Settlement;
+  /** False when the write was refused because the lease moved on. */
+  readonly applied: boolean;
+}
+
+export interface EngineEvents {
+  attempt: [AttemptEvent];
+  breaker: [{ readonly endpointId: string; readonly state: BreakerState; readonly probeAt: number | null }];
+  paused: [{ readonly endpointId: string; readonly until: number }];
+  operational: [OperationalEvent];
+  /** A delivery given back without an attempt (breaker open, paused, disabled, shutdown). */
+  released: [{ readonly endpointId: string; readonly deliveryId: string; readonly until: number; readonly why: string }];
+  /** An unexpected failure inside the engine (store unreachable…); the engine keeps going. */
+  failure: [{ readonly where: string; readonly error: unknown }];
+}
+
+export type EmitEngineEvent = <K extends keyof EngineEvents>(name: K, ...args: EngineEvents[K]) => void;

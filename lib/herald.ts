@@ -1,0 +1,436 @@
+/**
+ * Herald: one node of the delivery engine, and the operations the admin API
+ * and the library offer on it.
+ *
+ * Lifecycle: `Herald.open()` opens the store and builds the parts;
+ * `start()` takes slot leases and starts the supervisor; `close()` shuts down
+ * in this order: supervisor (stop claiming; running attempts settle, queued
+ * ones are given back) → leases released → ticker, breakers → signing pool →
+ * sender → store.
+ */
+import { EventEmitter } from 'node:events';
+import { systemClock, systemRandom, type Clock, type Random } from './clock.ts';
+import { LeaseKeeper } from './cluster/lease-keeper.ts';
+import type { HeraldConfig } from './config/config.ts';
+import { createSender, type Sender } from './delivery/sender.ts';
+import {
+  validateEndpointChanges,
+  validateNewEndpoint,
+  type EndpointChanges,
+} from './endpoints/endpoint-input.ts';
+import { BreakerFamily, type BreakerState } from './engine/breaker.ts';
+import type { EngineEvents } from './engine/engine-events.ts';
+import { InFlightLimiter } from './engine/in-flight-limiter.ts';
+import { Supervisor } from './engine/supervisor.ts';
+import { Ticker } from './engine/ticker.ts';
+import { ConflictError, NotFoundError, ValidationError } from './errors.ts';
+import { newId } from './ids.ts';
+import type { Attempt, DeadLetter, Delivery, Endpoint, OutboxEvent } from './model.ts';
+import { validateEventInput } from './producer/validate-event.ts';
+import { secretKey, generateSecret } from './signing/secret.ts';
+import { SigningPool } from './signing/signing-pool.ts';
+import { webhookHeaders } from './signing/signature.ts';
+import { openStore } from './store/open-store.ts';
+import type { DeadLetterFilter, DeliveryFilter, SlotLease, Store } from './store/port.ts';
+
+/** An endpoint as the API shows it: never its secrets. */
+export type EndpointView = Omit<Endpoint, 'secrets'> & {
+  readonly secretCount: number;
+  /** When the previous secret stops signing, during a rotation. */
+  readonly previousSecretExpiresAt: number | null;
+};
+
+export interface StatusSnapshot {
+  readonly node: string;
+  readonly startedAt: number;
+  readonly slotsOwned: number;
+  readonly slotCount: number;
+  readonly inFlight: number;
+  readonly deliveries: Readonly<Record<string, number>>;
+  readonly fencedWrites: number;
+  readonly actors: ReadonlyArray<{
+    readonly endpointId: string;
+    readonly breaker: BreakerState;
+    readonly queued: number;
+    readonly running: number;
+    readonly pausedUntil: number | null;
+    readonly lastError: string | null;
+  }>;
+}
+
+export interface HeraldDeps {
+  readonly clock?: Clock;
+  readonly random?: Random;
+  /** A store to use instead of the one `config.store` names (tests). */
+  readonly store?: Store;
+}
+
+export class Herald {
+  readonly config: HeraldConfig;
+  /** Typed engine events: attempts, breaker changes, pauses, operational events, failures. */
+  readonly events = new EventEmitter<EngineEvents>();
+  readonly nodeId = newId('node');
+  readonly #clock: Clock;
+  readonly #random: Random;
+  readonly #store: Store;
+  readonly #slotCount: number;
+  readonly #sender: Sender;
+  readonly #signer: SigningPool;
+  readonly #ticker: Ticker;
+  readonly #breakers: BreakerFamily;
+  readonly #limiter: InFlightLimiter;
+  readonly #leases: LeaseKeeper;
+  readonly #supervisor: Supervisor;
+  readonly #startedAt: number;
+  #purgeTimer: { cancel(): void } | undefined;
+  #fencedWrites = 0;
+  #started = false;
+
+  static async open(config: HeraldConfig, deps: HeraldDeps = {}): Promise<Herald> {
+    const clock = deps.clock ?? systemClock;
+    const store = deps.store ?? openStore(config.store, { clock, pollIntervalMs: config.engine.pollIntervalMs });
+    const { slotCount } = await store.init({ slotCount: config.engine.slotCount });
+    return new Herald(config, store, slotCount, clock, deps.random ?? systemRandom);
+  }
+
+  private constructor(config: HeraldConfig, store: Store, slotCount: number, clock: Clock, random: Random) {
+    this.config = config;
+    this.#store = store;
+    this.#slotCount = slotCount;
+    this.#clock = clock;
+    this.#random = random;
+    this.#startedAt = clock.now();
+    this.#sender = createSender({
+      clock,
+      allowNetworks: config.allowNetworks,
+      responseBodyMaxBytes: config.delivery.responseBodyMaxBytes,
+      connectionsPerOrigin: config.delivery.connectionsPerOrigin,
+    });
+    this.#signer = new SigningPool({ threads: config.signing.threads });
+    this.#ticker = new Ticker({ clock, tickMs: config.engine.tickMs });
+    this.#breakers = new BreakerFamily(clock, config.breaker);
+    this.#limiter = new InFlightLimiter(config.delivery.maxInFlight);
+    const emit = this.events.emit.bind(this.events) as <K extends keyof EngineEvents>(name: K, ...args: EngineEvents[K]) => void;
+    this.#leases = new LeaseKeeper(
+      {
+        owner: this.nodeId,
+        slotCount,
+        leaseMs: config.engine.leaseMs,
+        renewIntervalMs: config.engine.renewIntervalMs,
+      },
+      {
+        store,
+        clock,
+        onChange: () => this.#supervisor.signal(),
+        onError: (error) => emit('failure', { where: 'lease renewal', error }),
+      },
+    );
+    this.#supervisor = new Supervisor(
+      {
+        slotCount,
+        sweepIntervalMs: config.engine.sweepIntervalMs,
+        claimBatchSize: config.engine.claimBatchSize,
+        claimPerEndpoint: config.engine.claimPerEndpoint,
+        actorIdleMs: config.engine.actorIdleMs,
+        mailboxBudget: config.delivery.maxInFlight * 4,
+      },
+      {
+        store,
+        clock,
+        emit,
+        breakers: this.#breakers,
+        owner: this.nodeId,
+        createTimers: (onDue) => {
+          const wheel = this.#ticker.createWheel<null>(() => onDue());
+          return {
+            schedule: (at: number) => void wheel.schedule(at, null),
+            get size() {
+              return wheel.size;
+            },
+            close: () => wheel.close(),
+          };
+        },
+        actor: {
+          clock,
+          random,
+          limiter: this.#limiter,
+          health: config.health,
+          emit,
+          sign: async (job, endpoint, timestampSec) => {
+            const now = clock.now();
+            const keys = endpoint.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now).map((s) => secretKey(s.secret));
+            const signature = await this.#signer.sign({ keys, id: job.event.id, timestampSec, body: job.event.payload });
+            return { ...webhookHeaders(job.event.id, timestampSec, signature) };
+          },
+          send: (request) => this.#sender.send(request),
+          disable: async (endpointId, reason) => {
+            await store.updateEndpoint(endpointId, { status: 'disabled', disabledReason: `failing: ${reason}` }, clock.now());
+          },
+        },
+        onFenced: () => {
+          this.#fencedWrites++;
+        },
+      },
+    );
+  }
+
+  /** The store this node uses (the producer API writes to the same data). */
+  get store(): Store {
+    return this.#store;
+  }
+
+  get slotCount(): number {
+    return this.#slotCount;
+  }
+
+  async start(): Promise<void> {
+    if (this.#started) return;
+    this.#started = true;
+    await this.#leases.start();
+    this.#supervisor.start();
+    this.#purgeTimer = this.#clock.setInterval(() => void this.purge(), this.config.retention.purgeIntervalMs);
+  }
+
+  async close(): Promise<void> {
+    this.#purgeTimer?.cancel();
+    await this.#supervisor.close();
+    await this.#leases.close();
+    this.#ticker.close();
+    this.#breakers.close();
+    await this.#signer.close();
+    await this.#sender.close();
+    await this.#store.close();
+  }
+
+  /** Tells the engine there may be new work (called after a publish in this process). */
+  signal(): void {
+    this.#supervisor.signal();
+  }
+
+  /** Resolves when the supervisor has no pump running (tests). */
+  async idle(): Promise<void> {
+    await this.#supervisor.settled();
+  }
+
+  /** Deletes attempts and dead letters older than the retention period. */
+  async purge(): Promise<void> {
+    try {
+      await this.#store.purge(this.#clock.now() - this.config.retention.keepMs);
+    } catch (error) {
+      this.events.emit('failure', { where: 'retention purge', error });
+    }
+  }
+
+  // Endpoints
+
+  async createEndpoint(input: unknown): Promise<{ endpoint: EndpointView; secret: string }> {
+    const fields = validateNewEndpoint(input, {
+      timeoutMs: this.config.delivery.timeoutMs,
+      concurrency: this.config.delivery.concurrencyPerEndpoint,
+      retry: { preset: this.config.delivery.retry },
+    });
+    const now = this.#clock.now();
+    const id = fields.id ?? newId('ep');
+    if (fields.id !== undefined && (await this.#store.getEndpoint(id)) !== undefined) {
+      throw new ConflictError(`id: endpoint '${id}' exists already`);
+    }
+    const secret = generateSecret();
+    const endpoint: Endpoint = {
+      id,
+      tenantId: fields.tenantId,
+      url: fields.url,
+      description: fields.description,
+      eventTypes: fields.eventTypes,
+      retry: fields.retry,
+      timeoutMs: fields.timeoutMs,
+      mode: fields.mode,
+      concurrency: fields.concurrency,
+      status: 'enabled',
+      disabledReason: null,
+      failingSince: null,
+      secrets: [{ secret, createdAt: now, expiresAt: null }],
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.#store.createEndpoint(endpoint);
+    return { endpoint: viewOf(endpoint), secret };
+  }
+
+  async listEndpoints(filter: { tenantId?: string } = {}): Promise<EndpointView[]> {
+    return (await this.#store.listEndpoints(filter)).map(viewOf);
+  }
+
+  async getEndpoint(id: string): Promise<EndpointView> {
+    return viewOf(await this.#endpoint(id));
+  }
+
+  async updateEndpoint(id: string, input: unknown): Promise<EndpointView> {
+    const changes: EndpointChanges = validateEndpointChanges(input);
+    return this.#patch(id, changes);
+  }
+
+  async deleteEndpoint(id: string): Promise<void> {
+    if (!(await this.#store.deleteEndpoint(id, this.#clock.now()))) throw new NotFoundError('endpoint', id, 'endpointId');
+    this.#supervisor.endpointChanged(undefined, id);
+  }
+
+  /** Re-enables an endpoint: its waiting deliveries go out again, its failure history starts afresh. */
+  async enableEndpoint(id: string): Promise<EndpointView> {
+    return this.#patch(id, { status: 'enabled', disabledReason: null, failingSince: null });
+  }
+
+  async disableEndpoint(id: string): Promise<EndpointView> {
+    return this.#patch(id, { status: 'disabled', disabledReason: 'operator' });
+  }
+
+  /** A new current secret; the previous one keeps signing for `signing.rotationOverlapMs`. */
+  async rotateSecret(id: string): Promise<{ endpoint: EndpointView; secret: string }> {
+    const endpoint = await this.#endpoint(id);
+    const now = this.#clock.now();
+    const secret = generateSecret();
+    const expiresAt = now + this.config.signing.rotationOverlapMs;
+    const previous = endpoint.secrets
+      .filter((s) => s.expiresAt === null || s.expiresAt > now)
+      .map((s) => ({ ...s, expiresAt: s.expiresAt === null ? expiresAt : Math.min(s.expiresAt, expiresAt) }));
+    const updated = await this.#patch(id, { secrets: [{ secret, createdAt: now, expiresAt: null }, ...previous] });
+    return { endpoint: updated, secret };
+  }
+
+  // Events
+
+  /** Publishes events over the API (outside the producer's database transaction). */
+  async publish(input: unknown): Promise<OutboxEvent[]> {
+    const inputs = Array.isArray(input) ? input : [input];
+    if (inputs.length === 0 || inputs.length > 1000) throw new ValidationError('body', 'must be an event or a list of 1 to 1000 events');
+    const events: OutboxEvent[] = [];
+    const fresh: OutboxEvent[] = [];
+    for (const [i, one] of inputs.entries()) {
+      let valid: ReturnType<typeof validateEventInput>;
+      try {
+        valid = validateEventInput(one, { maxPayloadBytes: this.config.delivery.maxPayloadBytes });
+      } catch (error) {
+        if (inputs.length > 1 && error instanceof ValidationError) {
+          throw new ValidationError(`[${i}].${error.field}`, error.rule, { code: error.code });
+        }
+        throw error;
+      }
+      if (valid.id !== undefined) {
+        const existing = await this.#store.getEvent(valid.id);
+        if (existing !== undefined) {
+          events.push(existing);
+          continue;
+        }
+      }
+      if (!(await this.#store.tenantExists(valid.tenantId))) throw new NotFoundError('tenant', valid.tenantId, 'tenantId');
+      if (valid.endpointId !== undefined) {
+        const target = await this.#store.getEndpoint(valid.endpointId);
+        if (target === undefined || target.tenantId !== valid.tenantId) {
+          throw new NotFoundError('endpoint', valid.endpointId, 'endpointId');
+        }
+      }
+      const event: OutboxEvent = {
+        id: valid.id ?? newId('evt'),
+        tenantId: valid.tenantId,
+        type: valid.type,
+        payload: valid.payloadJson,
+        createdAt: this.#clock.now(),
+        endpointId: valid.endpointId ?? null,
+      };
+      events.push(event);
+      fresh.push(event);
+    }
+    if (fresh.length > 0) await this.#store.appendEvents(fresh);
+    this.#supervisor.signal();
+    return events;
+  }
+
+  // Delivery log
+
+  async listDeliveries(filter: DeliveryFilter): Promise<Delivery[]> {
+    return this.#store.listDeliveries(filter);
+  }
+
+  async getDelivery(id: string): Promise<Delivery> {
+    const delivery = await this.#store.getDelivery(id);
+    if (delivery === undefined) throw new NotFoundError('delivery', id, 'deliveryId');
+    return delivery;
+  }
+
+  async listAttempts(deliveryId: string): Promise<Attempt[]> {
+    await this.getDelivery(deliveryId);
+    return this.#store.listAttempts(deliveryId);
+  }
+
+  // Dead letters
+
+  async listDeadLetters(filter: DeadLetterFilter): Promise<DeadLetter[]> {
+    return this.#store.listDeadLetters(filter);
+  }
+
+  async getDeadLetter(id: string): Promise<DeadLetter> {
+    const deadLetter = await this.#store.getDeadLetter(id);
+    if (deadLetter === undefined) throw new NotFoundError('dead letter', id, 'deadLetterId');
+    return deadLetter;
+  }
+
+  /** Replays one dead letter: same event id, a new round of attempts. */
+  async replayDeadLetter(id: string): Promise<void> {
+    const deadLetter = await this.getDeadLetter(id);
+    if (deadLetter.replayedAt !== null) throw new ConflictError(`deadLetterId: '${id}' was replayed already`);
+    await this.#store.replayDeadLetters({ ids: [id] }, this.#clock.now());
+    this.#supervisor.signal();
+  }
+
+  /** Replays every dead letter not yet replayed that matches the filter; returns their ids. */
+  async replayDeadLetters(filter: DeadLetterFilter): Promise<string[]> {
+    const ids = await this.#store.replayDeadLetters(filter, this.#clock.now());
+    this.#supervisor.signal();
+    return ids;
+  }
+
+  // Status
+
+  async status(): Promise<StatusSnapshot> {
+    const deliveries = await this.#store.countDeliveries();
+    return {
+      node: this.nodeId,
+      startedAt: this.#startedAt,
+      slotsOwned: this.#leases.held.length,
+      slotCount: this.#slotCount,
+      inFlight: this.#limiter.inFlight,
+      deliveries,
+      fencedWrites: this.#fencedWrites,
+      actors: [...this.#supervisor.actors.values()].map((actor) => ({
+        endpointId: actor.endpoint.id,
+        breaker: actor.breakerState,
+        queued: actor.queued,
+        running: actor.running,
+        pausedUntil: actor.pausedUntil,
+        lastError: actor.lastError,
+      })),
+    };
+  }
+
+  get leases(): readonly SlotLease[] {
+    return this.#leases.held;
+  }
+
+  async #endpoint(id: string): Promise<Endpoint> {
+    const endpoint = await this.#store.getEndpoint(id);
+    if (endpoint === undefined) throw new NotFoundError('endpoint', id, 'endpointId');
+    return endpoint;
+  }
+
+  async #patch(id: string, patch: Parameters<Store['updateEndpoint']>[1]): Promise<EndpointView> {
+    const updated = await this.#store.updateEndpoint(id, patch, this.#clock.now());
+    if (updated === undefined) throw new NotFoundError('endpoint', id, 'endpointId');
+    this.#supervisor.endpointChanged(updated, id);
+    return viewOf(updated);
+  }
+}
+
+function viewOf(endpoint: Endpoint): EndpointView {
+  const { secrets, ...rest } = endpoint;
+  const previous = secrets.find((s) => s.expiresAt !== null);
+  return { ...rest, secretCount: secrets.length, previousSecretExpiresAt: previous?.expiresAt ?? null };
+}

@@ -1,0 +1,140 @@
+/**
+ * Publishing into a SQLite outbox from the producer's own connection, inside
+ * the producer's own transaction: wrap the business change and `publish()` in
+ * one `db.transaction(...)` and either both commit or neither does. Herald's
+ * processes see the event on their next poll of the file.
+ *
+ * Synchronous, like better-sqlite3 itself. Without an open transaction a
+ * batch still commits atomically (better-sqlite3 nests `db.transaction` as a
+ * savepoint when one is open, and begins one when none is).
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import { systemClock } from '../clock.ts';
+import type { Clock } from '../clock.ts';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import type { OutboxEvent } from '../model.ts';
+import { ensureSchema } from '../store/sqlite/schema.ts';
+import { validateEventInput } from './validate-event.ts';
+import type { EventInput, ValidEventInput } from './validate-event.ts';
+
+export interface PublishOptions {
+  /** @default systemClock */
+  readonly clock?: Clock;
+  /**
+   * The largest serialised payload accepted, in UTF-8 bytes.
+   * @default 262144 (256 KiB)
+   */
+  readonly maxPayloadBytes?: number;
+}
+
+const DEFAULTS = Object.freeze({
+  clock: systemClock,
+  maxPayloadBytes: 256 * 1024,
+} satisfies Required<PublishOptions>);
+
+interface EventRow {
+  id: string;
+  tenant_id: string;
+  type: string;
+  payload: string;
+  created_at: number;
+  endpoint_id: string | null;
+}
+
+function prepareStatements(db: BetterSqlite3.Database) {
+  return {
+    tenantExists: db.prepare<[string], number>(`SELECT 1 FROM endpoints WHERE tenant_id = ? LIMIT 1`).pluck(),
+    endpointTenant: db.prepare<[string], string>(`SELECT tenant_id FROM endpoints WHERE id = ?`).pluck(),
+    getEvent: db.prepare<[string], EventRow>(
+      `SELECT id, tenant_id, type, payload, created_at, endpoint_id FROM events WHERE id = ?`,
+    ),
+    insertEvent: db.prepare<[EventRow], unknown>(`INSERT INTO events (id, tenant_id, type, payload, created_at, endpoint_id)
+      VALUES (@id, @tenant_id, @type, @payload, @created_at, @endpoint_id)`),
+  };
+}
+
+type Statements = ReturnType<typeof prepareStatements>;
+
+/** Statements per connection, prepared on first use. */
+const statements = new WeakMap<BetterSqlite3.Database, Statements>();
+
+/**
+ * Writes events into the outbox on `db`, joining the caller's transaction if
+ * one is open. An input whose `id` is already stored is an idempotent retry:
+ * the stored event is returned and nothing is written.
+ *
+ * @returns the events as stored, in input order.
+ * @throws ValidationError `HERALD_INVALID_INPUT` for a malformed input (field and rule named).
+ * @throws PayloadTooLargeError `HERALD_PAYLOAD_TOO_LARGE` for an oversized payload.
+ * @throws NotFoundError `HERALD_NOT_FOUND` when the tenant has no endpoint, or
+ *   `endpointId` names no endpoint of that tenant.
+ * @throws ConflictError `HERALD_CONFLICT` when `id` is already used by another tenant's event.
+ */
+export function publish(
+  db: BetterSqlite3.Database,
+  input: EventInput | readonly EventInput[],
+  options: PublishOptions = {},
+): OutboxEvent[] {
+  const clock = options.clock ?? DEFAULTS.clock;
+  const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes;
+  const inputs: readonly unknown[] = Array.isArray(input) ? input : [input];
+  // Validate everything first, so a bad input in a batch writes nothing.
+  const valid = inputs.map((one, i) => {
+    try {
+      return validateEventInput(one, { maxPayloadBytes });
+    } catch (error) {
+      // In a batch, say which input broke the rule.
+      if (inputs.length > 1 && error instanceof ValidationError) {
+        throw new ValidationError(`[${i}].${error.field}`, error.rule, { code: error.code, cause: error });
+      }
+      throw error;
+    }
+  });
+
+  ensureSchema(db);
+  let s = statements.get(db);
+  if (s === undefined) {
+    s = prepareStatements(db);
+    statements.set(db, s);
+  }
+  const prepared = s;
+  return db.transaction(() => valid.map((event) => publishOne(prepared, event, clock)))();
+}
+
+function publishOne(s: Statements, input: ValidEventInput, clock: Clock): OutboxEvent {
+  if (input.id !== undefined) {
+    const stored = s.getEvent.get(input.id);
+    if (stored !== undefined) {
+      if (stored.tenant_id !== input.tenantId) {
+        throw new ConflictError(`id: event '${input.id}' already exists for another tenant`);
+      }
+      return eventFromRow(stored);
+    }
+  }
+  if (s.tenantExists.get(input.tenantId) === undefined) throw new NotFoundError('tenant', input.tenantId, 'tenantId');
+  if (input.endpointId !== undefined && s.endpointTenant.get(input.endpointId) !== input.tenantId) {
+    throw new NotFoundError('endpoint', input.endpointId, 'endpointId');
+  }
+  const row: EventRow = {
+    id: input.id ?? newId('evt'),
+    tenant_id: input.tenantId,
+    type: input.type,
+    payload: input.payloadJson,
+    created_at: clock.now(),
+    endpoint_id: input.endpointId ?? null,
+  };
+  s.insertEvent.run(row);
+  return eventFromRow(row);
+}
+
+function eventFromRow(row: EventRow): OutboxEvent {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    type: row.type,
+    payload: row.payload,
+    createdAt: row.created_at,
+    endpointId: row.endpoint_id,
+  };
+}

@@ -1,0 +1,115 @@
+/**
+ * Checks one event a producer wants to publish, before anything touches the
+ * store. Pure: the same input always gives the same result or the same error,
+ * which names the field and the rule it broke.
+ */
+import { PayloadTooLargeError, ValidationError } from '../errors.ts';
+
+/** An event as a producer hands it to `publish()`. */
+export interface EventInput {
+  readonly tenantId: string;
+  /** Dotted type such as `invoice.paid`; endpoints filter on it. */
+  readonly type: string;
+  /** Any JSON value; serialised once here and sent byte for byte on every attempt. */
+  readonly payload: unknown;
+  /** The producer's idempotency key: publishing the same id again returns the stored event. */
+  readonly id?: string;
+  /** Deliver to this endpoint only, instead of fanning out by type. */
+  readonly endpointId?: string;
+}
+
+/** A validated event, its payload serialised. */
+export interface ValidEventInput {
+  readonly tenantId: string;
+  readonly type: string;
+  readonly payloadJson: string;
+  readonly id?: string;
+  readonly endpointId?: string;
+}
+
+const TOKEN = /^[A-Za-z0-9_.:-]+$/;
+const TOKEN_RULE = 'may contain only letters, digits and _ . : -';
+
+/** Field rules, as a table so the limits are stated once. */
+const LIMITS = Object.freeze({
+  tenantId: 128,
+  type: 256,
+  id: 128,
+  endpointId: 128,
+});
+
+/**
+ * @throws ValidationError (`HERALD_INVALID_INPUT`) naming the field and rule.
+ * @throws PayloadTooLargeError (`HERALD_PAYLOAD_TOO_LARGE`) when the serialised
+ *   payload exceeds `limits.maxPayloadBytes` UTF-8 bytes.
+ */
+export function validateEventInput(input: unknown, limits: { readonly maxPayloadBytes: number }): ValidEventInput {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new ValidationError('event', 'must be an object with tenantId, type and payload');
+  }
+  const fields = input as Record<string, unknown>;
+  const tenantId = token(fields, 'tenantId', LIMITS.tenantId, true);
+  const type = token(fields, 'type', LIMITS.type, true);
+  const id = token(fields, 'id', LIMITS.id, false);
+  const endpointId = optionalString(fields, 'endpointId', LIMITS.endpointId);
+
+  if (!('payload' in fields)) throw new ValidationError('payload', 'is required');
+  const payloadJson = serialise(fields['payload']);
+  const sizeBytes = Buffer.byteLength(payloadJson, 'utf8');
+  if (sizeBytes > limits.maxPayloadBytes) throw new PayloadTooLargeError('payload', sizeBytes, limits.maxPayloadBytes);
+
+  return {
+    tenantId,
+    type,
+    payloadJson,
+    ...(id === undefined ? {} : { id }),
+    ...(endpointId === undefined ? {} : { endpointId }),
+  };
+}
+
+function token(fields: Record<string, unknown>, field: string, maxLength: number, required: true): string;
+function token(fields: Record<string, unknown>, field: string, maxLength: number, required: false): string | undefined;
+function token(fields: Record<string, unknown>, field: string, maxLength: number, required: boolean): string | undefined {
+  const value = optionalString(fields, field, maxLength);
+  if (value === undefined) {
+    if (required) throw new ValidationError(field, 'is required');
+    return undefined;
+  }
+  if (!TOKEN.test(value)) throw new ValidationError(field, `${TOKEN_RULE} (got ${JSON.stringify(value)})`);
+  return value;
+}
+
+function optionalString(fields: Record<string, unknown>, field: string, maxLength: number): string | undefined {
+  const value = fields[field];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw new ValidationError(field, `must be a string (got ${typeof value})`);
+  if (value.length === 0) throw new ValidationError(field, 'must not be empty');
+  if (value.length > maxLength) {
+    throw new ValidationError(field, `must be at most ${maxLength} characters (got ${value.length})`);
+  }
+  return value;
+}
+
+/**
+ * JSON.stringify silently drops functions and symbols and writes NaN as null;
+ * a payload that would not survive a round trip is refused instead, so the
+ * consumer receives exactly what the producer meant.
+ */
+function serialise(payload: unknown): string {
+  const rule = 'must be JSON (objects, arrays, strings, finite numbers, booleans, null)';
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(payload, (_key, value: unknown) => {
+      if (typeof value === 'function' || typeof value === 'symbol') throw new NotJson();
+      if (typeof value === 'number' && !Number.isFinite(value)) throw new NotJson();
+      return value;
+    });
+  } catch (error) {
+    // BigInt and cycles make JSON.stringify throw a TypeError.
+    throw new ValidationError('payload', rule, { cause: error });
+  }
+  if (json === undefined) throw new ValidationError('payload', rule);
+  return json;
+}
+
+class NotJson extends Error {}

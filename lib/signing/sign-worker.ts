@@ -1,0 +1,35 @@
+/**
+ * The signing pool's worker: signs a batch of requests and returns their
+ * `webhook-signature` header values, in order.
+ *
+ * It runs in a piscina worker thread, loaded through the same tsx loader as
+ * the main thread (worker threads inherit `execArgv`). Keys arrive as base64
+ * strings rather than Buffers: a small Buffer is a view into Node's shared
+ * 8 KiB allocation slab, and structured cloning a view copies its whole
+ * underlying ArrayBuffer, so 32 key bytes would travel as 8 KiB.
+ */
+import { signatureHeader } from './signature.ts';
+
+/** One request as it crosses to the worker. */
+export interface SignTask {
+  /** HMAC keys, base64 (the decoded `whsec_` secrets). */
+  readonly keys: readonly string[];
+  readonly id: string;
+  readonly timestampSec: number;
+  readonly body: string;
+}
+
+/** Piscina calls this export by name (see `SigningPool`), so the module needs no default export. */
+export function signBatch(batch: readonly SignTask[]): string[] {
+  // Requests in one batch mostly share an endpoint's secrets: decode each once.
+  const decoded = new Map<string, Buffer>();
+  const keyOf = (encoded: string): Buffer => {
+    let key = decoded.get(encoded);
+    if (key === undefined) {
+      key = Buffer.from(encoded, 'base64');
+      decoded.set(encoded, key);
+    }
+    return key;
+  };
+  return batch.map((task) => signatureHeader(task.keys.map(keyOf), task.id, task.timestampSec, task.body));
+}

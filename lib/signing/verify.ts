@@ -1,0 +1,141 @@
+/**
+ * `verify()`: what a consumer of Herald's webhooks calls on each request.
+ *
+ * The checks, in order: the three `webhook-*` headers are present; the
+ * timestamp is within `toleranceSec` of now (a captured request cannot be
+ * replayed later); one of the `v1,` signatures matches one of the secrets.
+ * Signatures are compared in constant time, so response timing does not leak
+ * how much of a forged signature was right.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { systemClock } from '../clock.ts';
+import { ConfigError, ErrorCode, HeraldError } from '../errors.ts';
+import { secretKey } from './secret.ts';
+import { computeSignature } from './signature.ts';
+
+/** The header a verification failure is about. */
+export const WebhookHeader = {
+  ID: 'webhook-id',
+  TIMESTAMP: 'webhook-timestamp',
+  SIGNATURE: 'webhook-signature',
+} as const;
+export type WebhookHeader = (typeof WebhookHeader)[keyof typeof WebhookHeader];
+
+/** A webhook request did not verify. Code `HERALD_INVALID_SIGNATURE`; `header` names the header at fault. */
+export class WebhookVerificationError extends HeraldError {
+  readonly header: WebhookHeader;
+
+  constructor(header: WebhookHeader, rule: string) {
+    super(ErrorCode.INVALID_SIGNATURE, `${header}: ${rule}`);
+    this.header = header;
+  }
+}
+
+export interface VerifyOptions {
+  /** The raw request body, exactly as received (do not re-serialise parsed JSON). */
+  readonly payload: string | Buffer;
+  /** Request headers; names are matched case-insensitively (node:http gives them lower-cased). */
+  readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>;
+  /** The endpoint's `whsec_` secret, or several during a rotation: any may match. */
+  readonly secret: string | readonly string[];
+  /** How far the timestamp may be from now, either way. @default 300 (5 minutes, as Standard Webhooks) */
+  readonly toleranceSec?: number;
+  /** The current time in seconds. @default the system clock */
+  readonly nowSec?: number;
+}
+
+const DEFAULT_TOLERANCE_SEC = 5 * 60;
+
+/** Whole seconds: a timestamp header carries nothing else (no sign, fraction or exponent). */
+const TIMESTAMP = /^\d{1,15}$/;
+
+/**
+ * Verifies a signed webhook request; returns normally when it is authentic.
+ *
+ * @throws WebhookVerificationError (`HERALD_INVALID_SIGNATURE`) when a header
+ *   is missing, the timestamp is malformed or outside the tolerance, or no
+ *   signature matches any secret.
+ * @throws ValidationError (`HERALD_INVALID_INPUT`) when a secret is not
+ *   `whsec_` + base64 — a configuration mistake, not a bad request.
+ * @throws ConfigError (`HERALD_INVALID_CONFIG`) when `toleranceSec` or
+ *   `nowSec` is not a finite non-negative number.
+ */
+export function verify(options: VerifyOptions): void {
+  const toleranceSec = options.toleranceSec ?? DEFAULT_TOLERANCE_SEC;
+  if (!Number.isFinite(toleranceSec) || toleranceSec < 0) {
+    throw new ConfigError('toleranceSec', toleranceSec, 'must be a finite number of seconds ≥ 0');
+  }
+  const nowSec = options.nowSec ?? Math.floor(systemClock.now() / 1000);
+  if (!Number.isFinite(nowSec) || nowSec < 0) {
+    throw new ConfigError('nowSec', nowSec, 'must be a finite number of seconds since the epoch');
+  }
+  // Decode the secrets first: a malformed secret is the caller's mistake and
+  // must surface as such, whatever the request looks like.
+  const secrets = typeof options.secret === 'string' ? [options.secret] : options.secret;
+  const keys = secrets.map(secretKey);
+
+  const id = singleHeader(options.headers, WebhookHeader.ID);
+  const timestamp = singleHeader(options.headers, WebhookHeader.TIMESTAMP);
+  const signatures = header(options.headers, WebhookHeader.SIGNATURE);
+  if (signatures === undefined) throw new WebhookVerificationError(WebhookHeader.SIGNATURE, 'missing header');
+
+  if (!TIMESTAMP.test(timestamp)) {
+    throw new WebhookVerificationError(WebhookHeader.TIMESTAMP, 'must be whole seconds since the epoch');
+  }
+  const timestampSec = Number(timestamp);
+  if (timestampSec < nowSec - toleranceSec) {
+    throw new WebhookVerificationError(WebhookHeader.TIMESTAMP, `too old: more than ${toleranceSec} s before now`);
+  }
+  if (timestampSec > nowSec + toleranceSec) {
+    throw new WebhookVerificationError(WebhookHeader.TIMESTAMP, `too new: more than ${toleranceSec} s after now`);
+  }
+
+  const candidates: Buffer[] = [];
+  for (const part of signatures.split(' ')) {
+    // Other versions (e.g. `v1a,` asymmetric signatures) are skipped, as the spec asks.
+    if (part.startsWith('v1,')) candidates.push(Buffer.from(part.slice(3)));
+  }
+  for (const key of keys) {
+    const expected = Buffer.from(computeSignature(key, id, timestampSec, options.payload));
+    for (const candidate of candidates) {
+      // timingSafeEqual needs equal lengths; a length mismatch reveals nothing
+      // secret, since every valid signature has the same length.
+      if (candidate.length === expected.length && timingSafeEqual(candidate, expected)) return;
+    }
+  }
+  throw new WebhookVerificationError(
+    WebhookHeader.SIGNATURE,
+    candidates.length === 0 ? 'holds no v1 signature' : 'no signature matches the secret',
+  );
+}
+
+type Headers = VerifyOptions['headers'];
+
+/** A header's raw value by case-insensitive name. */
+function rawHeader(headers: Headers, name: WebhookHeader): string | readonly string[] | undefined {
+  const exact = headers[name];
+  if (exact !== undefined) return exact;
+  for (const key of Object.keys(headers)) {
+    if (key.toLowerCase() === name) return headers[key];
+  }
+  return undefined;
+}
+
+/** A header's value; repeated headers (an array, when not joined by node:http) are joined by spaces. */
+function header(headers: Headers, name: WebhookHeader): string | undefined {
+  const value = rawHeader(headers, name);
+  if (value === undefined) return undefined;
+  const text = typeof value === 'string' ? value : value.join(' ');
+  return text === '' ? undefined : text;
+}
+
+/** A header that must appear exactly once and not be empty. */
+function singleHeader(headers: Headers, name: WebhookHeader): string {
+  const value = rawHeader(headers, name);
+  if (value === undefined || value.length === 0) throw new WebhookVerificationError(name, 'missing header');
+  if (typeof value === 'string') return value;
+  if (value.length > 1) throw new WebhookVerificationError(name, 'must appear once');
+  const only = value[0] ?? '';
+  if (only === '') throw new WebhookVerificationError(name, 'missing header');
+  return only;
+}

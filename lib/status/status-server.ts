@@ -1,0 +1,324 @@
+/**
+ * The status port: health, readiness, the admin API and the dashboard.
+ *
+ * `/healthz` and `/readyz` are open; everything under `/v1/` needs
+ * `Authorization: Bearer <admin token>`. Errors are JSON
+ * `{ "error": { "code", "message", "field"?, "rule"? } }` with a 4xx for bad
+ * input, naming the field and the rule it broke.
+ *
+ *   stopped ──listen()──► listening ──close()──► stopped
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseDate } from '../clock.ts';
+import {
+  ErrorCode,
+  PayloadTooLargeError,
+  UnauthorizedError,
+  ValidationError,
+  isHeraldError,
+} from '../errors.ts';
+import type { Herald } from '../herald.ts';
+import { DeliveryStatus } from '../model.ts';
+import type { DeadLetterFilter, DeliveryFilter } from '../store/port.ts';
+import { dashboardHtml } from './dashboard.ts';
+
+export interface StatusServerOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly adminToken: string;
+}
+
+type Params = Readonly<Record<string, string>>;
+type Handler = (request: { params: Params; query: URLSearchParams; body: () => Promise<unknown> }) => Promise<Reply>;
+interface Reply {
+  readonly status: number;
+  readonly json?: unknown;
+  readonly html?: string;
+}
+
+/** Bytes an admin request body may have beyond the largest payload (the envelope around it). */
+const ENVELOPE_BYTES = 64 * 1024;
+
+const STATUS_OF_CODE: Readonly<Record<string, number>> = {
+  [ErrorCode.INVALID_INPUT]: 400,
+  [ErrorCode.PAYLOAD_TOO_LARGE]: 413,
+  [ErrorCode.NOT_FOUND]: 404,
+  [ErrorCode.CONFLICT]: 409,
+  [ErrorCode.UNAUTHORIZED]: 401,
+  [ErrorCode.STORE]: 503,
+};
+
+export class StatusServer {
+  readonly #herald: Herald;
+  readonly #options: StatusServerOptions;
+  readonly #token: Buffer;
+  readonly #routes: Array<{ method: string; pattern: RegExp; keys: string[]; open: boolean; handler: Handler }> = [];
+  #server: Server | undefined;
+
+  constructor(herald: Herald, options: StatusServerOptions) {
+    this.#herald = herald;
+    this.#options = options;
+    this.#token = Buffer.from(options.adminToken);
+    this.#defineRoutes();
+  }
+
+  /** Starts listening; resolves with the URL it listens on. */
+  async listen(): Promise<string> {
+    const server = createServer((req, res) => void this.#handle(req, res));
+    server.keepAliveTimeout = 5_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.#options.port, this.#options.host, () => resolve());
+    });
+    this.#server = server;
+    const address = server.address() as AddressInfo;
+    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    return `http://${host}:${address.port}`;
+  }
+
+  async close(): Promise<void> {
+    const server = this.#server;
+    this.#server = undefined;
+    if (server === undefined) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  #route(method: string, path: string, handler: Handler, open = false): void {
+    const keys: string[] = [];
+    const pattern = new RegExp(
+      `^${path.replace(/:([a-zA-Z]+)/g, (_, key: string) => {
+        keys.push(key);
+        return '([^/]+)';
+      })}$`,
+    );
+    this.#routes.push({ method, pattern, keys, open, handler });
+  }
+
+  #defineRoutes(): void {
+    const h = this.#herald;
+    this.#route('GET', '/healthz', async () => ({ status: 200, json: { status: 'ok' } }), true);
+    this.#route('GET', '/readyz', async () => {
+      try {
+        await h.store.countDeliveries();
+      } catch (error) {
+        return { status: 503, json: { status: 'not ready', reason: `store unreachable: ${(error as Error).message}` } };
+      }
+      if (h.leases.length === 0) return { status: 503, json: { status: 'not ready', reason: 'no slot lease held' } };
+      return { status: 200, json: { status: 'ready', slotsOwned: h.leases.length } };
+    }, true);
+    this.#route('GET', '/', async () => ({ status: 200, html: dashboardHtml() }), true);
+
+    this.#route('GET', '/v1/status', async () => ({ status: 200, json: await h.status() }));
+
+    this.#route('POST', '/v1/endpoints', async ({ body }) => {
+      const created = await h.createEndpoint(await body());
+      return { status: 201, json: { ...created.endpoint, secret: created.secret } };
+    });
+    this.#route('GET', '/v1/endpoints', async ({ query }) => {
+      const tenantId = query.get('tenantId') ?? undefined;
+      return { status: 200, json: { data: await h.listEndpoints(tenantId === undefined ? {} : { tenantId }) } };
+    });
+    this.#route('GET', '/v1/endpoints/:id', async ({ params }) => ({ status: 200, json: await h.getEndpoint(params.id ?? '') }));
+    this.#route('PATCH', '/v1/endpoints/:id', async ({ params, body }) => ({
+      status: 200,
+      json: await h.updateEndpoint(params.id ?? '', await body()),
+    }));
+    this.#route('DELETE', '/v1/endpoints/:id', async ({ params }) => {
+      await h.deleteEndpoint(params.id ?? '');
+      return { status: 204 };
+    });
+    this.#route('POST', '/v1/endpoints/:id/enable', async ({ params }) => ({ status: 200, json: await h.enableEndpoint(params.id ?? '') }));
+    this.#route('POST', '/v1/endpoints/:id/disable', async ({ params }) => ({ status: 200, json: await h.disableEndpoint(params.id ?? '') }));
+    this.#route('POST', '/v1/endpoints/:id/rotate-secret', async ({ params }) => {
+      const rotated = await h.rotateSecret(params.id ?? '');
+      return { status: 200, json: { ...rotated.endpoint, secret: rotated.secret } };
+    });
+
+    this.#route('POST', '/v1/events', async ({ body }) => {
+      const input = await body();
+      const events = await h.publish(input);
+      const view = events.map((e) => ({ ...e, payload: JSON.parse(e.payload) as unknown }));
+      return { status: 202, json: Array.isArray(input) ? { data: view } : view[0] };
+    });
+
+    this.#route('GET', '/v1/deliveries', async ({ query }) => ({
+      status: 200,
+      json: { data: await h.listDeliveries(deliveryFilter(query)) },
+    }));
+    this.#route('GET', '/v1/deliveries/:id', async ({ params }) => ({ status: 200, json: await h.getDelivery(params.id ?? '') }));
+    this.#route('GET', '/v1/deliveries/:id/attempts', async ({ params }) => ({
+      status: 200,
+      json: { data: await h.listAttempts(params.id ?? '') },
+    }));
+
+    this.#route('GET', '/v1/dead-letters', async ({ query }) => ({
+      status: 200,
+      json: { data: await h.listDeadLetters(deadLetterFilter(query)) },
+    }));
+    this.#route('GET', '/v1/dead-letters/:id', async ({ params }) => ({ status: 200, json: await h.getDeadLetter(params.id ?? '') }));
+    this.#route('POST', '/v1/dead-letters/replay', async ({ body }) => {
+      const ids = await h.replayDeadLetters(replayFilter(await body()));
+      return { status: 202, json: { replayed: ids.length, ids } };
+    });
+    this.#route('POST', '/v1/dead-letters/:id/replay', async ({ params }) => {
+      await h.replayDeadLetter(params.id ?? '');
+      return { status: 202, json: { replayed: 1, ids: [params.id] } };
+    });
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let reply: Reply;
+    try {
+      reply = await this.#dispatch(req);
+    } catch (error) {
+      reply = errorReply(error);
+    }
+    if (reply.html !== undefined) {
+      res.writeHead(reply.status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+      res.end(reply.html);
+      return;
+    }
+    if (reply.json === undefined) {
+      res.writeHead(reply.status);
+      res.end();
+      return;
+    }
+    const text = JSON.stringify(reply.json);
+    res.writeHead(reply.status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+    res.end(text);
+  }
+
+  async #dispatch(req: IncomingMessage): Promise<Reply> {
+    const url = new URL(req.url ?? '/', 'http://status.invalid');
+    const method = req.method ?? 'GET';
+    let pathMatched = false;
+    for (const route of this.#routes) {
+      const match = route.pattern.exec(url.pathname);
+      if (match === null) continue;
+      pathMatched = true;
+      if (route.method !== method) continue;
+      if (!route.open) this.#authorize(req);
+      const params: Record<string, string> = {};
+      route.keys.forEach((key, i) => {
+        params[key] = decodeURIComponent(match[i + 1] ?? '');
+      });
+      return route.handler({ params, query: url.searchParams, body: () => this.#readJson(req) });
+    }
+    return pathMatched
+      ? { status: 405, json: { error: { code: 'HERALD_METHOD_NOT_ALLOWED', message: `${method} is not allowed on ${url.pathname}` } } }
+      : { status: 404, json: { error: { code: ErrorCode.NOT_FOUND, message: `no route ${method} ${url.pathname}` } } };
+  }
+
+  #authorize(req: IncomingMessage): void {
+    const header = req.headers.authorization ?? '';
+    const given = Buffer.from(header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '');
+    if (given.length !== this.#token.length || !timingSafeEqual(given, this.#token)) throw new UnauthorizedError();
+  }
+
+  async #readJson(req: IncomingMessage): Promise<unknown> {
+    const max = this.#herald.config.delivery.maxPayloadBytes + ENVELOPE_BYTES;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > max) throw new PayloadTooLargeError('body', size, max);
+      chunks.push(chunk);
+    }
+    const text = Buffer.concat(chunks).toString('utf8');
+    if (text.trim() === '') throw new ValidationError('body', 'must be a JSON document (it is empty)');
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw new ValidationError('body', 'must be valid JSON');
+    }
+  }
+}
+
+function errorReply(error: unknown): Reply {
+  if (isHeraldError(error)) {
+    const status = STATUS_OF_CODE[error.code] ?? 500;
+    const detail: Record<string, unknown> = { code: error.code, message: error.message };
+    if (error instanceof ValidationError) {
+      detail.field = error.field;
+      detail.rule = error.rule;
+    }
+    return { status, json: { error: detail } };
+  }
+  return { status: 500, json: { error: { code: 'HERALD_INTERNAL', message: (error as Error)?.message ?? String(error) } } };
+}
+
+function deliveryFilter(query: URLSearchParams): DeliveryFilter {
+  const status = query.get('status');
+  const statuses = Object.values(DeliveryStatus) as string[];
+  if (status !== null && !statuses.includes(status)) {
+    throw new ValidationError('status', `must be one of ${statuses.join(', ')} (got ${JSON.stringify(status)})`);
+  }
+  return {
+    ...optionalString(query, 'endpointId'),
+    ...optionalString(query, 'tenantId'),
+    ...optionalString(query, 'eventId'),
+    ...(status === null ? {} : { status: status as DeliveryStatus }),
+    ...timeRange(query),
+    ...limitOf(query),
+  };
+}
+
+function deadLetterFilter(query: URLSearchParams): DeadLetterFilter {
+  const includeReplayed = query.get('includeReplayed');
+  return {
+    ...optionalString(query, 'endpointId'),
+    ...optionalString(query, 'tenantId'),
+    ...timeRange(query),
+    ...limitOf(query),
+    ...(includeReplayed === null ? {} : { includeReplayed: includeReplayed === 'true' }),
+  };
+}
+
+/** The body of a bulk replay: `{endpointId?, tenantId?, since?, until?}`, at least one of them. */
+function replayFilter(body: unknown): DeadLetterFilter {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ValidationError('body', 'must be a JSON object');
+  const allowed = ['endpointId', 'tenantId', 'since', 'until'];
+  const record = body as Record<string, unknown>;
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(record)) {
+    if (!allowed.includes(key)) throw new ValidationError(key, `is not a known filter (allowed: ${allowed.join(', ')})`);
+    if (typeof value !== 'string' && typeof value !== 'number') throw new ValidationError(key, 'must be a string');
+    params.set(key, String(value));
+  }
+  if ([...params.keys()].length === 0) {
+    throw new ValidationError('body', 'must name at least one of endpointId, tenantId, since, until (use since=1970-01-01T00:00:00Z to replay everything)');
+  }
+  return { ...optionalString(params, 'endpointId'), ...optionalString(params, 'tenantId'), ...timeRange(params) };
+}
+
+function optionalString(query: URLSearchParams, key: string): Record<string, string> {
+  const value = query.get(key);
+  return value === null || value === '' ? {} : { [key]: value };
+}
+
+/** `since`/`until` as ISO-8601 times or epoch milliseconds. */
+function timeRange(query: URLSearchParams): { since?: number; until?: number } {
+  const out: { since?: number; until?: number } = {};
+  for (const key of ['since', 'until'] as const) {
+    const text = query.get(key);
+    if (text === null || text === '') continue;
+    const value = /^\d+$/.test(text) ? Number(text) : parseDate(text);
+    if (value === undefined || !/^\d|^\d{4}-/.test(text)) {
+      throw new ValidationError(key, `must be an ISO-8601 time such as 2026-01-31T00:00:00Z or epoch milliseconds (got ${JSON.stringify(text)})`);
+    }
+    out[key] = value;
+  }
+  return out;
+}
+
+function limitOf(query: URLSearchParams): { limit?: number } {
+  const text = query.get('limit');
+  if (text === null) return {};
+  const limit = Number(text);
+  if (!/^\d+$/.test(text) || limit < 1 || limit > 1000) throw new ValidationError('limit', `must be an integer from 1 to 1000 (got ${JSON.stringify(text)})`);
+  return { limit };
+}
+

@@ -1,0 +1,159 @@
+/**
+ * The SQLite schema, shared by the store and by producers that publish into
+ * the outbox from their own connection. Times are epoch milliseconds
+ * (INTEGER); structured values (secrets, filters, outcomes) are JSON text.
+ *
+ * Every statement is `IF NOT EXISTS`, so any process may call
+ * {@link ensureSchema} at any time; the first one to get there creates the
+ * tables and the others find them.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+
+/** Bumped when a migration is needed; stored in `meta` under `schema_version`. */
+export const SCHEMA_VERSION = 1;
+
+/** The delivery statuses after which nothing more happens to a delivery (until a replay). */
+export const TERMINAL_STATUSES_SQL = `('delivered', 'dead', 'cancelled')`;
+
+const DDL = `
+CREATE TABLE IF NOT EXISTS meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS endpoints (
+  id              TEXT PRIMARY KEY,
+  tenant_id       TEXT NOT NULL,
+  url             TEXT NOT NULL,
+  description     TEXT NOT NULL,
+  event_types     TEXT NOT NULL,
+  retry           TEXT NOT NULL,
+  timeout_ms      INTEGER NOT NULL,
+  mode            TEXT NOT NULL,
+  concurrency     INTEGER NOT NULL,
+  status          TEXT NOT NULL,
+  disabled_reason TEXT,
+  failing_since   INTEGER,
+  secrets         TEXT NOT NULL,
+  created_at      INTEGER NOT NULL,
+  updated_at      INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS endpoints_tenant ON endpoints (tenant_id);
+
+-- The outbox. rowid keeps insertion order among events created in the same millisecond.
+CREATE TABLE IF NOT EXISTS events (
+  id            TEXT PRIMARY KEY,
+  tenant_id     TEXT NOT NULL,
+  type          TEXT NOT NULL,
+  payload       TEXT NOT NULL,
+  created_at    INTEGER NOT NULL,
+  endpoint_id   TEXT,
+  fanned_out_at INTEGER
+);
+-- Partial: the fan-out loop reads only the few events still waiting, never the whole history.
+CREATE INDEX IF NOT EXISTS events_unfanned ON events (created_at) WHERE fanned_out_at IS NULL;
+CREATE INDEX IF NOT EXISTS events_created ON events (created_at);
+
+CREATE TABLE IF NOT EXISTS deliveries (
+  id              TEXT PRIMARY KEY,
+  event_id        TEXT NOT NULL,
+  endpoint_id     TEXT NOT NULL,
+  tenant_id       TEXT NOT NULL,
+  event_type      TEXT NOT NULL,
+  slot            INTEGER NOT NULL,
+  status          TEXT NOT NULL,
+  attempts        INTEGER NOT NULL,
+  round           INTEGER NOT NULL,
+  next_attempt_at INTEGER NOT NULL,
+  lease_epoch     INTEGER NOT NULL,
+  last_error      TEXT,
+  created_at      INTEGER NOT NULL,
+  updated_at      INTEGER NOT NULL,
+  delivered_at    INTEGER
+);
+-- Claims and nextDueAt walk pending rows in due order; in_flight rows are few.
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_attempt_at);
+-- The delivery log per endpoint, and cancelling an endpoint's deliveries.
+CREATE INDEX IF NOT EXISTS deliveries_endpoint ON deliveries (endpoint_id, created_at);
+CREATE INDEX IF NOT EXISTS deliveries_event ON deliveries (event_id);
+CREATE INDEX IF NOT EXISTS deliveries_created ON deliveries (created_at);
+
+CREATE TABLE IF NOT EXISTS attempts (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  delivery_id TEXT NOT NULL,
+  number      INTEGER NOT NULL,
+  round       INTEGER NOT NULL,
+  started_at  INTEGER NOT NULL,
+  duration_ms INTEGER NOT NULL,
+  outcome     TEXT NOT NULL,
+  error       TEXT
+);
+CREATE INDEX IF NOT EXISTS attempts_delivery ON attempts (delivery_id, id);
+CREATE INDEX IF NOT EXISTS attempts_started ON attempts (started_at);
+
+-- round: the delivery's round that died, so a dead letter lists that round's attempts.
+CREATE TABLE IF NOT EXISTS dead_letters (
+  id           TEXT PRIMARY KEY,
+  delivery_id  TEXT NOT NULL,
+  event_id     TEXT NOT NULL,
+  endpoint_id  TEXT NOT NULL,
+  tenant_id    TEXT NOT NULL,
+  event_type   TEXT NOT NULL,
+  payload      TEXT NOT NULL,
+  reason       TEXT NOT NULL,
+  last_outcome TEXT NOT NULL,
+  round        INTEGER NOT NULL,
+  created_at   INTEGER NOT NULL,
+  replayed_at  INTEGER
+);
+CREATE INDEX IF NOT EXISTS dead_letters_created ON dead_letters (created_at);
+CREATE INDEX IF NOT EXISTS dead_letters_endpoint ON dead_letters (endpoint_id, created_at);
+CREATE INDEX IF NOT EXISTS dead_letters_event ON dead_letters (event_id);
+
+-- owner is NULL once released: anyone takes the slot at once, with the next epoch.
+CREATE TABLE IF NOT EXISTS leases (
+  slot  INTEGER PRIMARY KEY,
+  owner TEXT,
+  until INTEGER NOT NULL,
+  epoch INTEGER NOT NULL
+);
+`;
+
+const TABLES = ['meta', 'endpoints', 'events', 'deliveries', 'attempts', 'dead_letters', 'leases'] as const;
+
+/** Connections whose file is known to hold the committed schema: checking costs a transaction, so do it once. */
+const ready = new WeakSet<BetterSqlite3.Database>();
+
+/**
+ * Creates the tables and indexes if they are missing and records the schema
+ * version. Idempotent and cheap after the first call on a connection.
+ *
+ * Outside a transaction the DDL runs in its own `BEGIN IMMEDIATE` (so two
+ * processes starting together do not collide) and the connection is
+ * remembered. Inside the caller's transaction (a producer publishing with its
+ * business change) it joins that transaction and is not remembered, because a
+ * rollback would undo it; there a lookup in `sqlite_schema` keeps repeat calls cheap.
+ */
+export function ensureSchema(db: BetterSqlite3.Database): void {
+  if (ready.has(db)) return;
+  if (db.inTransaction) {
+    if (!hasTables(db)) createSchema(db);
+    return;
+  }
+  db.transaction(() => createSchema(db)).immediate();
+  ready.add(db);
+}
+
+function createSchema(db: BetterSqlite3.Database): void {
+  db.exec(DDL);
+  db.prepare(`INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)`).run(String(SCHEMA_VERSION));
+}
+
+function hasTables(db: BetterSqlite3.Database): boolean {
+  const placeholders = TABLES.map(() => '?').join(', ');
+  const found = db
+    .prepare(`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN (${placeholders})`)
+    .pluck()
+    .get(...TABLES);
+  return found === TABLES.length;
+}

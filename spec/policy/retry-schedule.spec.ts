@@ -1,0 +1,125 @@
+import { expect } from 'chai';
+import { ValidationError } from '../../lib/errors.ts';
+import { parseSchedule, resolveRetrySpec, RETRY_PRESETS, scheduleOf } from '../../lib/policy/retry-schedule.ts';
+
+const SECOND = 1_000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+
+function validationErrorOf(fn: () => unknown): ValidationError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).to.be.instanceOf(ValidationError);
+    return error as ValidationError;
+  }
+  throw new Error('expected a ValidationError');
+}
+
+describe('RETRY_PRESETS', () => {
+  it('default is 8 retries after the first attempt, 9 attempts over about 31 hours', () => {
+    expect(RETRY_PRESETS.default).to.deep.equal([
+      30 * SECOND, MINUTE, 2 * MINUTE, 5 * MINUTE, 15 * MINUTE, HOUR, 6 * HOUR, 24 * HOUR,
+    ]);
+    const total = RETRY_PRESETS.default.reduce((sum, ms) => sum + ms, 0);
+    expect(total / HOUR).to.be.within(31, 32);
+  });
+
+  it('aggressive and relaxed grow monotonically', () => {
+    expect(RETRY_PRESETS.aggressive).to.deep.equal([5 * SECOND, 30 * SECOND, 2 * MINUTE, 10 * MINUTE, 30 * MINUTE, HOUR]);
+    expect(RETRY_PRESETS.relaxed).to.deep.equal([
+      MINUTE, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 6 * HOUR, 12 * HOUR, 24 * HOUR, 48 * HOUR, 72 * HOUR,
+    ]);
+    for (const delays of Object.values(RETRY_PRESETS)) {
+      expect([...delays]).to.deep.equal([...delays].sort((a, b) => a - b));
+    }
+  });
+});
+
+describe('parseSchedule', () => {
+  context('when given ISO-8601 durations', () => {
+    it('returns them in milliseconds', () => {
+      expect(parseSchedule(['PT30S', 'PT5M', 'PT1H30M', 'P1D', 'P1W', 'PT0.5S'])).to.deep.equal([
+        30 * SECOND, 5 * MINUTE, 90 * MINUTE, 24 * HOUR, 7 * 24 * HOUR, 500,
+      ]);
+    });
+  });
+
+  context('when the input breaks a rule', () => {
+    const cases: Array<[string, unknown, string, RegExp]> = [
+      ['not an array', 'PT30S', 'retry.schedule', /must be an array of ISO-8601 durations/],
+      ['empty', [], 'retry.schedule', /at least one duration/],
+      ['more than 20 entries', Array.from({ length: 21 }, () => 'PT1M'), 'retry.schedule', /at most 20 durations \(got 21\)/],
+      ['an entry not a string', ['PT1M', 30], 'retry.schedule[1]', /must be an ISO-8601 duration string .*got 30/],
+      ['an entry not ISO-8601', ['PT1M', 'PT2M', '30 seconds'], 'retry.schedule[2]', /must be an ISO-8601 duration such as PT30S \(got "30 seconds"\)/],
+      ['a zero entry', ['PT0S'], 'retry.schedule[0]', /longer than zero/],
+      ['a negative entry', ['-PT5S'], 'retry.schedule[0]', /longer than zero/],
+      ['an entry over 7 days', ['P8D'], 'retry.schedule[0]', /at most 7 days/],
+      ['an entry of a month', ['P1M'], 'retry.schedule[0]', /at most 7 days/],
+    ];
+    for (const [what, input, field, rule] of cases) {
+      it(`names the field and the rule for ${what}`, () => {
+        const error = validationErrorOf(() => parseSchedule(input));
+        expect(error.field).to.equal(field);
+        expect(error.rule).to.match(rule);
+        expect(error.message).to.equal(`${field}: ${error.rule}`);
+        expect(error.code).to.equal('HERALD_INVALID_INPUT');
+      });
+    }
+
+    it('reports the exact message of the brief for an unparsable entry', () => {
+      const error = validationErrorOf(() => parseSchedule(['PT1M', 'PT2M', '30 seconds']));
+      expect(error.message).to.equal('retry.schedule[2]: must be an ISO-8601 duration such as PT30S (got "30 seconds")');
+    });
+
+    it('uses the field it is given', () => {
+      expect(validationErrorOf(() => parseSchedule(['x'], 'endpoint.retry.schedule')).field).to.equal('endpoint.retry.schedule[0]');
+    });
+  });
+});
+
+describe('resolveRetrySpec', () => {
+  it('accepts a known preset', () => {
+    expect(resolveRetrySpec({ preset: 'relaxed' })).to.deep.equal({ preset: 'relaxed' });
+  });
+
+  it('accepts a valid schedule and keeps its text', () => {
+    expect(resolveRetrySpec({ schedule: ['PT10S', 'PT1M'] })).to.deep.equal({ schedule: ['PT10S', 'PT1M'] });
+  });
+
+  context('when the spec is invalid', () => {
+    it('names the allowed presets for an unknown one', () => {
+      const error = validationErrorOf(() => resolveRetrySpec({ preset: 'eager' }));
+      expect(error.field).to.equal('retry.preset');
+      expect(error.rule).to.equal('must be one of aggressive, default, relaxed (got "eager")');
+    });
+
+    it('requires exactly one of preset and schedule', () => {
+      expect(validationErrorOf(() => resolveRetrySpec({})).rule).to.match(/exactly one of "preset" or "schedule"/);
+      expect(validationErrorOf(() => resolveRetrySpec({ preset: 'default', schedule: ['PT1M'] })).rule).to.match(/exactly one/);
+    });
+
+    it('refuses non-objects and unknown keys', () => {
+      expect(validationErrorOf(() => resolveRetrySpec('default')).field).to.equal('retry');
+      expect(validationErrorOf(() => resolveRetrySpec(null)).field).to.equal('retry');
+      expect(validationErrorOf(() => resolveRetrySpec({ preset: 'default', extra: 1 })).rule).to.match(/unknown key "extra"/);
+    });
+
+    it('names the schedule entry under the given field', () => {
+      const error = validationErrorOf(() => resolveRetrySpec({ schedule: ['PT1M', 'soon'] }, 'body.retry'));
+      expect(error.field).to.equal('body.retry.schedule[1]');
+    });
+  });
+});
+
+describe('scheduleOf', () => {
+  it('returns the preset delays', () => {
+    expect(scheduleOf({ preset: 'default' })).to.equal(RETRY_PRESETS.default);
+  });
+
+  it('parses a custom schedule, the same result each time', () => {
+    const spec = { schedule: ['PT5S', 'PT10M'] };
+    expect(scheduleOf(spec)).to.deep.equal([5 * SECOND, 10 * MINUTE]);
+    expect(scheduleOf({ schedule: ['PT5S', 'PT10M'] })).to.equal(scheduleOf(spec));
+  });
+});

@@ -1,0 +1,985 @@
+/**
+ * The behaviour every Store adapter must show, whatever it is built on. An
+ * adapter's spec calls {@link describeStoreConformance} with a function that
+ * opens a fresh, empty store on a ManualClock; the suite calls `init()` itself.
+ */
+import { expect } from 'chai';
+import type { ManualClock } from '../../lib/clock.ts';
+import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
+import type { HeraldError } from '../../lib/errors.ts';
+import { deliveryIdFor, slotOf } from '../../lib/ids.ts';
+import type { Endpoint, OutboxEvent, Outcome } from '../../lib/model.ts';
+import type { AttemptRecord, ClaimRequest, NewDelivery, Store } from '../../lib/store/port.ts';
+
+export interface StoreHarness {
+  readonly store: Store;
+  readonly clock: ManualClock;
+  close(): Promise<void>;
+}
+
+const SLOTS = 8;
+const SECOND = 1_000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+const LEASE_MS = 30 * SECOND;
+
+const OK: Outcome = { kind: 'response', status: 200, location: null, retryAfter: null, body: 'ok' };
+const BUSY: Outcome = { kind: 'response', status: 503, location: null, retryAfter: '30', body: 'busy' };
+const TIMEOUT: Outcome = { kind: 'timeout', timeoutMs: 10_000 };
+
+/** An endpoint id that hashes into `slot`, so tests can place work in chosen slots. */
+function endpointIdInSlot(slot: number, prefix = 'ep'): string {
+  for (let i = 0; ; i++) {
+    const id = `${prefix}_${i}`;
+    if (slotOf(id, SLOTS) === slot) return id;
+  }
+}
+
+function makeEndpoint(id: string, tenantId: string, now: number, overrides: Partial<Endpoint> = {}): Endpoint {
+  return {
+    id,
+    tenantId,
+    url: `https://hooks.example.com/${id}`,
+    description: `endpoint ${id}`,
+    eventTypes: ['invoice.*', 'user.created'],
+    retry: { preset: 'default' },
+    timeoutMs: 10_000,
+    mode: 'at-least-once',
+    concurrency: 4,
+    status: 'enabled',
+    disabledReason: null,
+    failingSince: null,
+    secrets: [{ secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', createdAt: now, expiresAt: null }],
+    createdAt: now,
+    updatedAt: now,
+    ...overrides,
+  };
+}
+
+function makeEvent(id: string, tenantId: string, now: number, overrides: Partial<OutboxEvent> = {}): OutboxEvent {
+  return {
+    id,
+    tenantId,
+    type: 'invoice.paid',
+    payload: JSON.stringify({ invoice: id, amount: 42, note: 'héllo' }),
+    createdAt: now,
+    endpointId: null,
+    ...overrides,
+  };
+}
+
+function attempt(startedAt: number, outcome: Outcome, error: string | null, number = 1): AttemptRecord {
+  return { number, startedAt, durationMs: 120, outcome, error };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<HeraldError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (isHeraldError(error)) return error;
+    throw error;
+  }
+  throw new Error('expected the promise to reject');
+}
+
+export function describeStoreConformance(name: string, open: () => Promise<StoreHarness>): void {
+  describe(`Store conformance: ${name}`, () => {
+    let h: StoreHarness;
+    let store: Store;
+    let clock: ManualClock;
+    let eventSeq = 0;
+
+    beforeEach(async () => {
+      h = await open();
+      store = h.store;
+      clock = h.clock;
+      eventSeq = 0;
+      await store.init({ slotCount: SLOTS });
+    });
+
+    afterEach(async () => {
+      await h.close();
+    });
+
+    async function addEndpoint(id: string, tenantId = 'acme', overrides: Partial<Endpoint> = {}): Promise<Endpoint> {
+      const endpoint = makeEndpoint(id, tenantId, clock.now(), overrides);
+      await store.createEndpoint(endpoint);
+      return endpoint;
+    }
+
+    /** Appends an event and fans it out to `endpointIds`; returns the event and its delivery ids. */
+    async function seed(
+      endpointIds: readonly string[],
+      options: { tenantId?: string; dueAt?: number; eventId?: string; type?: string } = {},
+    ): Promise<{ event: OutboxEvent; deliveryIds: string[] }> {
+      const now = clock.now();
+      const event = makeEvent(options.eventId ?? `evt_${++eventSeq}`, options.tenantId ?? 'acme', now, {
+        type: options.type ?? 'invoice.paid',
+      });
+      await store.appendEvents([event]);
+      const deliveries = plan(event, endpointIds, options.dueAt ?? now);
+      await store.recordFanOut(event.id, deliveries);
+      return { event, deliveryIds: deliveries.map((d) => d.id) };
+    }
+
+    function plan(event: OutboxEvent, endpointIds: readonly string[], dueAt: number): NewDelivery[] {
+      return endpointIds.map((endpointId) => ({
+        id: deliveryIdFor(event.id, endpointId),
+        eventId: event.id,
+        endpointId,
+        tenantId: event.tenantId,
+        eventType: event.type,
+        slot: slotOf(endpointId, SLOTS),
+        nextAttemptAt: dueAt,
+        createdAt: clock.now(),
+      }));
+    }
+
+    const allSlots = Array.from({ length: SLOTS }, (_, i) => i);
+
+    async function lease(owner = 'node-a', slots: readonly number[] = allSlots, leaseMs = LEASE_MS) {
+      return store.acquireLeases({ owner, slots, now: clock.now(), leaseMs });
+    }
+
+    async function claim(overrides: Partial<ClaimRequest> = {}) {
+      return store.claimDue({
+        owner: 'node-a',
+        now: clock.now(),
+        limit: 100,
+        perEndpointLimit: 100,
+        skipEndpointIds: [],
+        ...overrides,
+      });
+    }
+
+    /** Seeds one delivery to `endpointId` and claims it as node-a; returns the claimed delivery. */
+    async function claimedDelivery(endpointId: string) {
+      const { deliveryIds, event } = await seed([endpointId]);
+      await lease();
+      const jobs = await claim({ endpointId });
+      const job = jobs.find((j) => j.delivery.id === deliveryIds[0]);
+      if (job === undefined) throw new Error('the seeded delivery was not claimed');
+      return { delivery: job.delivery, event };
+    }
+
+    describe('init', () => {
+      context('when started again with another slot count', () => {
+        it('keeps the slot count of the first start', async () => {
+          expect(await store.init({ slotCount: SLOTS })).to.deep.equal({ slotCount: SLOTS });
+          expect(await store.init({ slotCount: 1024 })).to.deep.equal({ slotCount: SLOTS });
+        });
+      });
+    });
+
+    describe('endpoints', () => {
+      context('when an endpoint is created', () => {
+        it('reads it back exactly, nulls and JSON fields included', async () => {
+          const created = await addEndpoint('ep_1', 'acme', {
+            retry: { schedule: ['PT1M', 'PT5M'] },
+            mode: 'at-most-once',
+            secrets: [
+              { secret: 'whsec_bmV3', createdAt: clock.now(), expiresAt: null },
+              { secret: 'whsec_b2xk', createdAt: clock.now() - DAY, expiresAt: clock.now() + DAY },
+            ],
+          });
+          expect(await store.getEndpoint('ep_1')).to.deep.equal(created);
+        });
+
+        it('refuses a second endpoint with the same id (HERALD_CONFLICT)', async () => {
+          await addEndpoint('ep_1');
+          const error = await rejection(store.createEndpoint(makeEndpoint('ep_1', 'acme', clock.now())));
+          expect(error.code).to.equal(ErrorCode.CONFLICT);
+        });
+
+        it('makes its tenant exist', async () => {
+          expect(await store.tenantExists('acme')).to.equal(false);
+          await addEndpoint('ep_1', 'acme');
+          expect(await store.tenantExists('acme')).to.equal(true);
+          expect(await store.tenantExists('globex')).to.equal(false);
+        });
+      });
+
+      context('when an endpoint does not exist', () => {
+        it('returns undefined from get and update, false from delete', async () => {
+          expect(await store.getEndpoint('ep_missing')).to.equal(undefined);
+          expect(await store.updateEndpoint('ep_missing', { url: 'https://x.example' }, clock.now())).to.equal(undefined);
+          expect(await store.deleteEndpoint('ep_missing', clock.now())).to.equal(false);
+        });
+      });
+
+      context('when listing', () => {
+        it('lists all endpoints or those of one tenant', async () => {
+          await addEndpoint('ep_1', 'acme');
+          await addEndpoint('ep_2', 'globex');
+          await addEndpoint('ep_3', 'acme');
+          expect((await store.listEndpoints()).map((e) => e.id).sort()).to.deep.equal(['ep_1', 'ep_2', 'ep_3']);
+          expect((await store.listEndpoints({ tenantId: 'acme' })).map((e) => e.id).sort()).to.deep.equal(['ep_1', 'ep_3']);
+          expect(await store.listEndpoints({ tenantId: 'initech' })).to.deep.equal([]);
+        });
+      });
+
+      context('when patched', () => {
+        it('changes only the given fields, sets updatedAt and returns the new endpoint', async () => {
+          const created = await addEndpoint('ep_1', 'acme', { failingSince: clock.now() - HOUR });
+          clock.advance(MINUTE);
+          const updated = await store.updateEndpoint(
+            'ep_1',
+            { url: 'https://new.example/hook', status: 'disabled', disabledReason: 'operator', failingSince: null },
+            clock.now(),
+          );
+          const expected: Endpoint = {
+            ...created,
+            url: 'https://new.example/hook',
+            status: 'disabled',
+            disabledReason: 'operator',
+            failingSince: null,
+            updatedAt: clock.now(),
+          };
+          expect(updated).to.deep.equal(expected);
+          expect(await store.getEndpoint('ep_1')).to.deep.equal(expected);
+        });
+      });
+
+      context('when deleted', () => {
+        it('removes it and cancels its undelivered deliveries, leaving finished ones alone', async () => {
+          await addEndpoint('ep_1');
+          await addEndpoint('ep_2');
+          const { delivery: inFlight } = await claimedDelivery('ep_1');
+          const { delivery: done } = await claimedDelivery('ep_1');
+          await store.settle(
+            [{ kind: 'delivered', deliveryId: done.id, epoch: done.leaseEpoch, attempt: attempt(clock.now(), OK, null) }],
+            clock.now(),
+          );
+          const { deliveryIds: [pendingId] } = await seed(['ep_1'], { dueAt: clock.now() + HOUR });
+          const { deliveryIds: [otherId] } = await seed(['ep_2'], { dueAt: clock.now() + HOUR });
+          clock.advance(SECOND);
+
+          expect(await store.deleteEndpoint('ep_1', clock.now())).to.equal(true);
+          expect(await store.getEndpoint('ep_1')).to.equal(undefined);
+          expect((await store.getDelivery(inFlight.id))?.status).to.equal('cancelled');
+          expect((await store.getDelivery(pendingId!))?.status).to.equal('cancelled');
+          expect((await store.getDelivery(pendingId!))?.updatedAt).to.equal(clock.now());
+          expect((await store.getDelivery(done.id))?.status).to.equal('delivered');
+          expect((await store.getDelivery(otherId!))?.status).to.equal('pending');
+          expect(await store.deleteEndpoint('ep_1', clock.now())).to.equal(false);
+        });
+      });
+    });
+
+    describe('outbox and fan-out', () => {
+      context('when events are appended', () => {
+        it('reads them back and lists unfanned ones oldest first, up to the limit', async () => {
+          const first = makeEvent('evt_a', 'acme', clock.now(), { endpointId: 'ep_1' });
+          clock.advance(SECOND);
+          const second = makeEvent('evt_b', 'acme', clock.now());
+          clock.advance(SECOND);
+          const third = makeEvent('evt_c', 'globex', clock.now());
+          await store.appendEvents([third]);
+          await store.appendEvents([first, second]);
+          expect(await store.getEvent('evt_a')).to.deep.equal(first);
+          expect(await store.getEvent('evt_b')).to.deep.equal(second);
+          expect(await store.getEvent('evt_missing')).to.equal(undefined);
+          expect(await store.unfannedEvents(10)).to.deep.equal([first, second, third]);
+          expect(await store.unfannedEvents(2)).to.deep.equal([first, second]);
+        });
+      });
+
+      context('when an event is fanned out', () => {
+        it('creates pending deliveries at attempt 0 and epoch 0, and the event is no longer unfanned', async () => {
+          await addEndpoint('ep_1');
+          await addEndpoint('ep_2');
+          const { event, deliveryIds } = await seed(['ep_1', 'ep_2']);
+          expect(await store.unfannedEvents(10)).to.deep.equal([]);
+          const delivery = await store.getDelivery(deliveryIds[0]!);
+          expect(delivery).to.deep.equal({
+            id: deliveryIdFor(event.id, 'ep_1'),
+            eventId: event.id,
+            endpointId: 'ep_1',
+            tenantId: 'acme',
+            eventType: 'invoice.paid',
+            slot: slotOf('ep_1', SLOTS),
+            status: 'pending',
+            attempts: 0,
+            nextAttemptAt: clock.now(),
+            leaseEpoch: 0,
+            lastError: null,
+            createdAt: clock.now(),
+            updatedAt: clock.now(),
+            deliveredAt: null,
+          });
+          expect(await store.listDeliveries({ eventId: event.id })).to.have.length(2);
+        });
+
+        it('marks an event with no subscribers fanned out too', async () => {
+          const event = makeEvent('evt_lonely', 'acme', clock.now());
+          await store.appendEvents([event]);
+          await store.recordFanOut(event.id, []);
+          expect(await store.unfannedEvents(10)).to.deep.equal([]);
+        });
+      });
+
+      context('when fan-out runs twice for one event (a crash in between)', () => {
+        it('creates nothing twice and leaves the first deliveries untouched', async () => {
+          await addEndpoint('ep_1');
+          await addEndpoint('ep_2');
+          const { event, deliveryIds } = await seed(['ep_1', 'ep_2']);
+          const before = await store.getDelivery(deliveryIds[0]!);
+          clock.advance(MINUTE);
+          await store.recordFanOut(event.id, plan(event, ['ep_1', 'ep_2'], clock.now()));
+          expect(await store.listDeliveries({ eventId: event.id })).to.have.length(2);
+          expect(await store.getDelivery(deliveryIds[0]!)).to.deep.equal(before);
+          expect((await store.countDeliveries()).pending).to.equal(2);
+          expect(await store.unfannedEvents(10)).to.deep.equal([]);
+        });
+      });
+    });
+
+    describe('leases', () => {
+      context('when slots are free', () => {
+        it('takes them at epoch 1 until now + leaseMs', async () => {
+          const leases = await lease('node-a', [0, 1]);
+          expect(leases).to.deep.equal([
+            { slot: 0, owner: 'node-a', until: clock.now() + LEASE_MS, epoch: 1 },
+            { slot: 1, owner: 'node-a', until: clock.now() + LEASE_MS, epoch: 1 },
+          ]);
+          expect(await store.listLeases()).to.deep.equal(leases);
+        });
+      });
+
+      context('when the owner renews before expiry', () => {
+        it('extends the lease and keeps the epoch', async () => {
+          await lease('node-a', [0]);
+          clock.advance(10 * SECOND);
+          expect(await lease('node-a', [0])).to.deep.equal([
+            { slot: 0, owner: 'node-a', until: clock.now() + LEASE_MS, epoch: 1 },
+          ]);
+        });
+      });
+
+      context('when another owner holds a live lease', () => {
+        it('does not take it, and returns only the slots it holds', async () => {
+          await lease('node-a', [0, 1]);
+          clock.advance(10 * SECOND);
+          const got = await lease('node-b', [1, 2]);
+          expect(got).to.deep.equal([{ slot: 2, owner: 'node-b', until: clock.now() + LEASE_MS, epoch: 1 }]);
+          const slot1 = (await store.listLeases()).find((l) => l.slot === 1);
+          expect(slot1?.owner).to.equal('node-a');
+        });
+      });
+
+      context('when a lease has expired', () => {
+        it('lets another owner take it with the next epoch (until = now counts as expired)', async () => {
+          await lease('node-a', [0]);
+          clock.advance(LEASE_MS);
+          expect(await lease('node-b', [0])).to.deep.equal([
+            { slot: 0, owner: 'node-b', until: clock.now() + LEASE_MS, epoch: 2 },
+          ]);
+        });
+
+        it('gives the former owner the next epoch too when it retakes it', async () => {
+          await lease('node-a', [0]);
+          clock.advance(LEASE_MS + SECOND);
+          expect((await lease('node-a', [0]))[0]?.epoch).to.equal(2);
+        });
+      });
+
+      context('when released', () => {
+        it('frees the slots at once; the next taker gets the next epoch', async () => {
+          await lease('node-a', [0, 1]);
+          await store.releaseLeases('node-a', [0]);
+          expect((await store.listLeases()).map((l) => l.slot)).to.deep.equal([1]);
+          expect(await lease('node-b', [0])).to.deep.equal([
+            { slot: 0, owner: 'node-b', until: clock.now() + LEASE_MS, epoch: 2 },
+          ]);
+        });
+
+        it('does not release another owner\'s lease', async () => {
+          await lease('node-a', [0]);
+          await store.releaseLeases('node-b', [0]);
+          expect((await store.listLeases())[0]?.owner).to.equal('node-a');
+        });
+      });
+    });
+
+    describe('claimDue', () => {
+      context('when the owner holds no lease', () => {
+        it('claims nothing', async () => {
+          await addEndpoint('ep_1');
+          await seed(['ep_1']);
+          expect(await claim()).to.deep.equal([]);
+          await lease('node-b');
+          expect(await claim()).to.deep.equal([]);
+        });
+      });
+
+      context('when the owner\'s lease has expired', () => {
+        it('claims nothing', async () => {
+          await addEndpoint('ep_1');
+          await seed(['ep_1']);
+          await lease();
+          clock.advance(LEASE_MS);
+          expect(await claim()).to.deep.equal([]);
+        });
+      });
+
+      context('when the owner leases only some slots', () => {
+        it('claims only deliveries in those slots', async () => {
+          const mine = endpointIdInSlot(1);
+          const theirs = endpointIdInSlot(2);
+          await addEndpoint(mine);
+          await addEndpoint(theirs);
+          await seed([mine, theirs]);
+          await lease('node-a', [1]);
+          const jobs = await claim();
+          expect(jobs.map((j) => j.delivery.endpointId)).to.deep.equal([mine]);
+        });
+      });
+
+      context('when deliveries are due', () => {
+        it('marks them in flight at the slot\'s epoch and returns them with their events', async () => {
+          await addEndpoint('ep_1');
+          const { event, deliveryIds } = await seed(['ep_1']);
+          clock.advance(SECOND);
+          const [held] = await lease('node-a', [slotOf('ep_1', SLOTS)]);
+          const jobs = await claim();
+          expect(jobs).to.have.length(1);
+          expect(jobs[0]!.event).to.deep.equal(event);
+          expect(jobs[0]!.delivery).to.include({
+            id: deliveryIds[0],
+            status: 'in_flight',
+            leaseEpoch: held!.epoch,
+            attempts: 0,
+            updatedAt: clock.now(),
+          });
+          expect(await store.getDelivery(deliveryIds[0]!)).to.deep.equal(jobs[0]!.delivery);
+        });
+
+        it('does not claim them again while the claim stands', async () => {
+          await addEndpoint('ep_1');
+          await seed(['ep_1']);
+          await lease();
+          expect(await claim()).to.have.length(1);
+          expect(await claim()).to.deep.equal([]);
+        });
+
+        it('claims at most `limit`, earliest due first', async () => {
+          await addEndpoint('ep_1');
+          await addEndpoint('ep_2');
+          const late = await seed(['ep_1'], { dueAt: clock.now() - SECOND });
+          const early = await seed(['ep_2'], { dueAt: clock.now() - HOUR });
+          const middle = await seed(['ep_1'], { dueAt: clock.now() - MINUTE });
+          await lease();
+          const jobs = await claim({ limit: 2 });
+          expect(jobs.map((j) => j.delivery.id)).to.deep.equal([early.deliveryIds[0], middle.deliveryIds[0]]);
+          expect((await claim()).map((j) => j.delivery.id)).to.deep.equal(late.deliveryIds);
+        });
+      });
+
+      context('when a delivery is not yet due', () => {
+        it('claims it only once its time has come', async () => {
+          await addEndpoint('ep_1');
+          await seed(['ep_1'], { dueAt: clock.now() + MINUTE });
+          await lease('node-a', allSlots, HOUR);
+          expect(await claim()).to.deep.equal([]);
+          clock.advance(MINUTE);
+          expect(await claim()).to.have.length(1);
+        });
+      });
+
+      context('when one endpoint has a large backlog', () => {
+        it('caps each endpoint at perEndpointLimit so the others are in the first claim', async () => {
+          await addEndpoint('ep_a');
+          await addEndpoint('ep_b');
+          for (let i = 0; i < 50; i++) await seed(['ep_a'], { dueAt: clock.now() - HOUR + i });
+          await seed(['ep_b'], { dueAt: clock.now() });
+          await lease();
+          const jobs = await claim({ limit: 10, perEndpointLimit: 5 });
+          const perEndpoint = (id: string) => jobs.filter((j) => j.delivery.endpointId === id).length;
+          expect(perEndpoint('ep_a')).to.equal(5);
+          expect(perEndpoint('ep_b')).to.equal(1);
+          // The backlog's earliest go first.
+          const aDue = jobs.filter((j) => j.delivery.endpointId === 'ep_a').map((j) => j.delivery.nextAttemptAt);
+          expect(aDue).to.deep.equal([0, 1, 2, 3, 4].map((i) => clock.now() - HOUR + i));
+        });
+      });
+
+      context('when endpoints are skipped, chosen or disabled', () => {
+        it('leaves the skipped endpoints\' deliveries pending', async () => {
+          await addEndpoint('ep_1');
+          await addEndpoint('ep_2');
+          await seed(['ep_1', 'ep_2']);
+          await lease();
+          const jobs = await claim({ skipEndpointIds: ['ep_1'] });
+          expect(jobs.map((j) => j.delivery.endpointId)).to.deep.equal(['ep_2']);
+        });
+
+        it('claims for one endpoint only when endpointId is given', async () => {
+          await addEndpoint('ep_1');
+          await addEndpoint('ep_2');
+          await seed(['ep_1', 'ep_2']);
+          await lease();
+          const jobs = await claim({ endpointId: 'ep_2' });
+          expect(jobs.map((j) => j.delivery.endpointId)).to.deep.equal(['ep_2']);
+        });
+
+        it('does not claim for a disabled endpoint until it is enabled again', async () => {
+          await addEndpoint('ep_1', 'acme', { status: 'disabled', disabledReason: 'operator' });
+          await seed(['ep_1']);
+          await lease();
+          expect(await claim()).to.deep.equal([]);
+          await store.updateEndpoint('ep_1', { status: 'enabled', disabledReason: null }, clock.now());
+          expect(await claim()).to.have.length(1);
+        });
+      });
+    });
+
+    describe('settle', () => {
+      context('when an attempt succeeds', () => {
+        it('marks the delivery delivered, records the attempt and clears failingSince', async () => {
+          await addEndpoint('ep_1', 'acme', { failingSince: clock.now() - DAY });
+          const { delivery } = await claimedDelivery('ep_1');
+          const startedAt = clock.now();
+          clock.advance(SECOND);
+          const result = await store.settle(
+            [{ kind: 'delivered', deliveryId: delivery.id, epoch: delivery.leaseEpoch, attempt: attempt(startedAt, OK, null) }],
+            clock.now(),
+          );
+          expect(result).to.deep.equal({ applied: [delivery.id], fenced: [] });
+          const stored = await store.getDelivery(delivery.id);
+          expect(stored).to.include({ status: 'delivered', attempts: 1, deliveredAt: clock.now(), updatedAt: clock.now() });
+          expect(await store.listAttempts(delivery.id)).to.deep.equal([
+            { deliveryId: delivery.id, number: 1, round: 0, startedAt, durationMs: 120, outcome: OK, error: null },
+          ]);
+          expect((await store.getEndpoint('ep_1'))?.failingSince).to.equal(null);
+        });
+      });
+
+      context('when an attempt fails and will be retried', () => {
+        it('puts the delivery back to pending at the next time, records the attempt and the failure start', async () => {
+          await addEndpoint('ep_1');
+          const { delivery } = await claimedDelivery('ep_1');
+          const firstFailure = clock.now();
+          const next = clock.now() + 30 * SECOND;
+          await store.settle(
+            [{ kind: 'retry', deliveryId: delivery.id, epoch: delivery.leaseEpoch, attempt: attempt(firstFailure, BUSY, 'HTTP 503'), nextAttemptAt: next }],
+            clock.now(),
+          );
+          expect(await store.getDelivery(delivery.id)).to.include({
+            status: 'pending',
+            attempts: 1,
+            nextAttemptAt: next,
+            lastError: 'HTTP 503',
+            deliveredAt: null,
+          });
+          expect((await store.getEndpoint('ep_1'))?.failingSince).to.equal(firstFailure);
+
+          // A second failure keeps the start of the run of failures.
+          clock.advanceTo(next);
+          await lease();
+          const [job] = await claim();
+          await store.settle(
+            [{ kind: 'retry', deliveryId: delivery.id, epoch: job!.delivery.leaseEpoch, attempt: attempt(clock.now(), TIMEOUT, 'timeout after 10000 ms', 2), nextAttemptAt: clock.now() + MINUTE }],
+            clock.now(),
+          );
+          expect((await store.getEndpoint('ep_1'))?.failingSince).to.equal(firstFailure);
+          const attempts = await store.listAttempts(delivery.id);
+          expect(attempts.map((a) => [a.number, a.round, a.error])).to.deep.equal([
+            [1, 0, 'HTTP 503'],
+            [2, 0, 'timeout after 10000 ms'],
+          ]);
+          expect(attempts[1]!.outcome).to.deep.equal(TIMEOUT);
+
+          // Success ends the run.
+          clock.advance(MINUTE);
+          await lease();
+          const [again] = await claim();
+          await store.settle(
+            [{ kind: 'delivered', deliveryId: delivery.id, epoch: again!.delivery.leaseEpoch, attempt: attempt(clock.now(), OK, null, 3) }],
+            clock.now(),
+          );
+          expect((await store.getEndpoint('ep_1'))?.failingSince).to.equal(null);
+          expect(await store.getDelivery(delivery.id)).to.include({ status: 'delivered', attempts: 3 });
+        });
+      });
+
+      context('when an attempt fails for good', () => {
+        it('marks the delivery dead and writes a dead letter with payload, attempts, last outcome and reason', async () => {
+          await addEndpoint('ep_1');
+          const { delivery, event } = await claimedDelivery('ep_1');
+          const first = clock.now();
+          await store.settle(
+            [{ kind: 'retry', deliveryId: delivery.id, epoch: delivery.leaseEpoch, attempt: attempt(first, BUSY, 'HTTP 503'), nextAttemptAt: first + MINUTE }],
+            clock.now(),
+          );
+          clock.advance(MINUTE);
+          await lease();
+          const [job] = await claim();
+          const gone: Outcome = { kind: 'response', status: 410, location: null, retryAfter: null, body: 'gone' };
+          const second = clock.now();
+          clock.advance(SECOND);
+          const result = await store.settle(
+            [{ kind: 'dead', deliveryId: delivery.id, epoch: job!.delivery.leaseEpoch, attempt: attempt(second, gone, 'HTTP 410', 2), deadLetterId: 'dl_1', reason: 'permanent: HTTP 410' }],
+            clock.now(),
+          );
+          expect(result.applied).to.deep.equal([delivery.id]);
+          expect(await store.getDelivery(delivery.id)).to.include({ status: 'dead', attempts: 2, lastError: 'HTTP 410' });
+          expect(await store.getDeadLetter('dl_1')).to.deep.equal({
+            id: 'dl_1',
+            deliveryId: delivery.id,
+            eventId: event.id,
+            endpointId: 'ep_1',
+            tenantId: 'acme',
+            eventType: 'invoice.paid',
+            payload: event.payload,
+            reason: 'permanent: HTTP 410',
+            lastOutcome: gone,
+            attempts: [
+              { deliveryId: delivery.id, number: 1, round: 0, startedAt: first, durationMs: 120, outcome: BUSY, error: 'HTTP 503' },
+              { deliveryId: delivery.id, number: 2, round: 0, startedAt: second, durationMs: 120, outcome: gone, error: 'HTTP 410' },
+            ],
+            createdAt: clock.now(),
+            replayedAt: null,
+          });
+          expect((await store.getEndpoint('ep_1'))?.failingSince).to.equal(first);
+          expect(await store.getDeadLetter('dl_missing')).to.equal(undefined);
+        });
+      });
+
+      context('when a claim is released', () => {
+        it('puts the delivery back to pending without spending an attempt', async () => {
+          await addEndpoint('ep_1');
+          const { delivery } = await claimedDelivery('ep_1');
+          const later = clock.now() + MINUTE;
+          const result = await store.settle(
+            [{ kind: 'release', deliveryId: delivery.id, epoch: delivery.leaseEpoch, nextAttemptAt: later }],
+            clock.now(),
+          );
+          expect(result.applied).to.deep.equal([delivery.id]);
+          expect(await store.getDelivery(delivery.id)).to.include({ status: 'pending', attempts: 0, nextAttemptAt: later });
+          expect(await store.listAttempts(delivery.id)).to.deep.equal([]);
+          expect(await claim()).to.deep.equal([]);
+          clock.advance(MINUTE);
+          await lease();
+          expect(await claim()).to.have.length(1);
+        });
+      });
+
+      context('when a batch mixes current and stale claims', () => {
+        it('applies the current ones and reports the others as fenced', async () => {
+          await addEndpoint('ep_1');
+          await addEndpoint('ep_2');
+          const { delivery: claimed } = await claimedDelivery('ep_1');
+          const { deliveryIds: [pendingId] } = await seed(['ep_2'], { dueAt: clock.now() + HOUR });
+          const result = await store.settle(
+            [
+              { kind: 'delivered', deliveryId: claimed.id, epoch: claimed.leaseEpoch, attempt: attempt(clock.now(), OK, null) },
+              { kind: 'delivered', deliveryId: pendingId!, epoch: 1, attempt: attempt(clock.now(), OK, null) },
+              { kind: 'delivered', deliveryId: claimed.id, epoch: claimed.leaseEpoch, attempt: attempt(clock.now(), OK, null) },
+            ],
+            clock.now(),
+          );
+          expect(result).to.deep.equal({ applied: [claimed.id], fenced: [pendingId, claimed.id] });
+          expect(await store.listAttempts(claimed.id)).to.have.length(1);
+          expect(await store.listAttempts(pendingId!)).to.deep.equal([]);
+          expect((await store.getDelivery(pendingId!))?.status).to.equal('pending');
+        });
+      });
+
+      context('when the owner renewed its lease in time', () => {
+        it('still applies its settlements', async () => {
+          await addEndpoint('ep_1');
+          const { delivery } = await claimedDelivery('ep_1');
+          clock.advance(LEASE_MS / 2);
+          await lease();
+          const result = await store.settle(
+            [{ kind: 'delivered', deliveryId: delivery.id, epoch: delivery.leaseEpoch, attempt: attempt(clock.now(), OK, null) }],
+            clock.now(),
+          );
+          expect(result.applied).to.deep.equal([delivery.id]);
+        });
+      });
+
+      context('when another owner took the slot after the lease expired', () => {
+        it('fences the old claimer\'s settlement and writes nothing', async () => {
+          await addEndpoint('ep_1');
+          const { delivery } = await claimedDelivery('ep_1');
+          clock.advance(LEASE_MS + SECOND);
+          await lease('node-b');
+          const before = await store.getDelivery(delivery.id);
+          const result = await store.settle(
+            [
+              { kind: 'dead', deliveryId: delivery.id, epoch: delivery.leaseEpoch, attempt: attempt(clock.now(), BUSY, 'HTTP 503'), deadLetterId: 'dl_x', reason: 'exhausted' },
+            ],
+            clock.now(),
+          );
+          expect(result).to.deep.equal({ applied: [], fenced: [delivery.id] });
+          expect(await store.getDelivery(delivery.id)).to.deep.equal(before);
+          expect(await store.listAttempts(delivery.id)).to.deep.equal([]);
+          expect(await store.getDeadLetter('dl_x')).to.equal(undefined);
+          expect((await store.getEndpoint('ep_1'))?.failingSince).to.equal(null);
+        });
+      });
+
+      context('when a claimer crashes with deliveries in flight', () => {
+        it('lets the next owner of the slot claim them again at the new epoch, and fences the old claim', async () => {
+          await addEndpoint('ep_1');
+          const { delivery } = await claimedDelivery('ep_1');
+          expect(delivery.leaseEpoch).to.equal(1);
+          clock.advance(LEASE_MS + SECOND);
+          const leases = await lease('node-b');
+          expect(leases.find((l) => l.slot === delivery.slot)?.epoch).to.equal(2);
+          const jobs = await claim({ owner: 'node-b' });
+          expect(jobs.map((j) => j.delivery.id)).to.deep.equal([delivery.id]);
+          expect(jobs[0]!.delivery).to.include({ status: 'in_flight', leaseEpoch: 2, attempts: 0 });
+
+          const stale = await store.settle(
+            [{ kind: 'delivered', deliveryId: delivery.id, epoch: 1, attempt: attempt(clock.now(), OK, null) }],
+            clock.now(),
+          );
+          expect(stale.fenced).to.deep.equal([delivery.id]);
+          const fresh = await store.settle(
+            [{ kind: 'delivered', deliveryId: delivery.id, epoch: 2, attempt: attempt(clock.now(), OK, null) }],
+            clock.now(),
+          );
+          expect(fresh.applied).to.deep.equal([delivery.id]);
+          expect(await store.listAttempts(delivery.id)).to.have.length(1);
+        });
+      });
+    });
+
+    describe('dead letters and replay', () => {
+      /** A dead delivery to `endpointId` at the current time; returns its ids. */
+      async function deadDelivery(endpointId: string, deadLetterId: string, tenantId = 'acme') {
+        const { deliveryIds: [deliveryId], event } = await seed([endpointId], { tenantId });
+        await lease();
+        const [job] = await claim({ endpointId });
+        if (job === undefined || job.delivery.id !== deliveryId) throw new Error('not claimed');
+        await store.settle(
+          [{ kind: 'dead', deliveryId, epoch: job.delivery.leaseEpoch, attempt: attempt(clock.now(), BUSY, 'HTTP 503'), deadLetterId, reason: 'exhausted' }],
+          clock.now(),
+        );
+        return { deliveryId, event, deadLetterId };
+      }
+
+      context('when a dead letter is replayed by id', () => {
+        it('puts its delivery back to pending, due now, in a new round, with the same event id', async () => {
+          await addEndpoint('ep_1');
+          const dead = await deadDelivery('ep_1', 'dl_1');
+          clock.advance(HOUR);
+          expect(await store.replayDeadLetters({ ids: ['dl_1'] }, clock.now())).to.deep.equal(['dl_1']);
+          expect(await store.getDelivery(dead.deliveryId)).to.include({
+            status: 'pending',
+            attempts: 0,
+            nextAttemptAt: clock.now(),
+            lastError: null,
+            eventId: dead.event.id,
+          });
+          expect((await store.getDeadLetter('dl_1'))?.replayedAt).to.equal(clock.now());
+
+          await lease();
+          const [job] = await claim();
+          expect(job?.event.id).to.equal(dead.event.id);
+          await store.settle(
+            [{ kind: 'retry', deliveryId: dead.deliveryId, epoch: job!.delivery.leaseEpoch, attempt: attempt(clock.now(), BUSY, 'HTTP 503'), nextAttemptAt: clock.now() + MINUTE }],
+            clock.now(),
+          );
+          const attempts = await store.listAttempts(dead.deliveryId);
+          expect(attempts.map((a) => [a.round, a.number])).to.deep.equal([[0, 1], [1, 1]]);
+        });
+
+        it('replays nothing the second time', async () => {
+          await addEndpoint('ep_1');
+          await deadDelivery('ep_1', 'dl_1');
+          expect(await store.replayDeadLetters({ ids: ['dl_1'] }, clock.now())).to.deep.equal(['dl_1']);
+          expect(await store.replayDeadLetters({ ids: ['dl_1', 'dl_missing'] }, clock.now())).to.deep.equal([]);
+        });
+      });
+
+      context('when dead letters are replayed by filter', () => {
+        it('replays every unreplayed match of endpoint, tenant and time range', async () => {
+          await addEndpoint('ep_1', 'acme');
+          await addEndpoint('ep_2', 'acme');
+          await addEndpoint('ep_3', 'globex');
+          const t0 = clock.now();
+          await deadDelivery('ep_1', 'dl_1');
+          clock.advance(HOUR);
+          await deadDelivery('ep_2', 'dl_2');
+          clock.advance(HOUR);
+          await deadDelivery('ep_3', 'dl_3', 'globex');
+          clock.advance(HOUR);
+          await deadDelivery('ep_1', 'dl_4');
+
+          const now = clock.now();
+          expect(await store.replayDeadLetters({ endpointId: 'ep_1', until: t0 + HOUR }, now)).to.deep.equal(['dl_1']);
+          expect((await store.replayDeadLetters({ tenantId: 'acme' }, now)).sort()).to.deep.equal(['dl_2', 'dl_4']);
+          expect(await store.replayDeadLetters({ since: t0 + 2 * HOUR, until: t0 + 3 * HOUR }, now)).to.deep.equal(['dl_3']);
+          expect(await store.replayDeadLetters({}, now)).to.deep.equal([]);
+          expect((await store.countDeliveries()).pending).to.equal(4);
+        });
+
+        it('replays all matches, ignoring limit', async () => {
+          await addEndpoint('ep_1');
+          for (let i = 0; i < 3; i++) await deadDelivery('ep_1', `dl_${i}`);
+          expect((await store.replayDeadLetters({ endpointId: 'ep_1', limit: 1 }, clock.now())).sort()).to.deep.equal([
+            'dl_0',
+            'dl_1',
+            'dl_2',
+          ]);
+        });
+      });
+
+      context('when listing dead letters', () => {
+        it('lists newest first, filtered, hiding replayed ones unless asked', async () => {
+          await addEndpoint('ep_1', 'acme');
+          await addEndpoint('ep_2', 'globex');
+          const t0 = clock.now();
+          await deadDelivery('ep_1', 'dl_1');
+          clock.advance(MINUTE);
+          await deadDelivery('ep_2', 'dl_2', 'globex');
+          clock.advance(MINUTE);
+          await deadDelivery('ep_1', 'dl_3');
+          await store.replayDeadLetters({ ids: ['dl_3'] }, clock.now());
+
+          const ids = async (filter: Parameters<Store['listDeadLetters']>[0]) =>
+            (await store.listDeadLetters(filter)).map((d) => d.id);
+          expect(await ids({})).to.deep.equal(['dl_2', 'dl_1']);
+          expect(await ids({ includeReplayed: true })).to.deep.equal(['dl_3', 'dl_2', 'dl_1']);
+          expect(await ids({ endpointId: 'ep_1', includeReplayed: true })).to.deep.equal(['dl_3', 'dl_1']);
+          expect(await ids({ tenantId: 'globex' })).to.deep.equal(['dl_2']);
+          expect(await ids({ since: t0 + MINUTE })).to.deep.equal(['dl_2']);
+          expect(await ids({ until: t0 + MINUTE })).to.deep.equal(['dl_1']);
+          expect(await ids({ includeReplayed: true, limit: 2 })).to.deep.equal(['dl_3', 'dl_2']);
+          const [listed] = await store.listDeadLetters({ tenantId: 'globex' });
+          expect(listed).to.deep.equal(await store.getDeadLetter('dl_2'));
+          expect(listed?.attempts).to.have.length(1);
+        });
+      });
+    });
+
+    describe('delivery log and counts', () => {
+      context('when listing deliveries', () => {
+        it('lists newest first with each filter', async () => {
+          await addEndpoint('ep_1', 'acme');
+          await addEndpoint('ep_2', 'acme');
+          await addEndpoint('ep_3', 'globex');
+          const t0 = clock.now();
+          const a = await seed(['ep_1', 'ep_2']);
+          clock.advance(MINUTE);
+          const b = await seed(['ep_3'], { tenantId: 'globex' });
+          clock.advance(MINUTE);
+          const c = await seed(['ep_1'], { dueAt: clock.now() + HOUR });
+          await lease();
+          const [claimed] = await claim({ endpointId: 'ep_3' });
+
+          const ids = async (filter: Parameters<Store['listDeliveries']>[0]) =>
+            (await store.listDeliveries(filter)).map((d) => d.id);
+          const [a1, a2] = a.deliveryIds;
+          const all = await ids({});
+          expect(all.slice(0, 2)).to.deep.equal([c.deliveryIds[0], b.deliveryIds[0]]);
+          expect(all.slice(2).sort()).to.deep.equal([a1, a2].sort());
+          expect(await ids({ endpointId: 'ep_1' })).to.deep.equal([c.deliveryIds[0], a1]);
+          expect(await ids({ tenantId: 'globex' })).to.deep.equal(b.deliveryIds);
+          expect((await ids({ eventId: a.event.id })).sort()).to.deep.equal([a1, a2].sort());
+          expect(await ids({ status: 'in_flight' })).to.deep.equal([claimed!.delivery.id]);
+          expect(await ids({ since: t0 + MINUTE })).to.deep.equal([c.deliveryIds[0], b.deliveryIds[0]]);
+          expect(await ids({ since: t0, until: t0 + MINUTE, endpointId: 'ep_2' })).to.deep.equal([a2]);
+          expect(await ids({ limit: 1 })).to.deep.equal([c.deliveryIds[0]]);
+          expect(await store.getDelivery('dlv_missing')).to.equal(undefined);
+        });
+      });
+
+      context('when counting deliveries', () => {
+        it('counts every status, zeros included', async () => {
+          await addEndpoint('ep_1');
+          expect(await store.countDeliveries()).to.deep.equal({ pending: 0, in_flight: 0, delivered: 0, dead: 0, cancelled: 0 });
+          await seed(['ep_1']);
+          await seed(['ep_1']);
+          await lease();
+          const [job] = await claim({ limit: 1 });
+          await store.settle(
+            [{ kind: 'delivered', deliveryId: job!.delivery.id, epoch: job!.delivery.leaseEpoch, attempt: attempt(clock.now(), OK, null) }],
+            clock.now(),
+          );
+          await seed(['ep_1']);
+          await claim({ limit: 1 });
+          expect(await store.countDeliveries()).to.deep.equal({ pending: 1, in_flight: 1, delivered: 1, dead: 0, cancelled: 0 });
+        });
+      });
+
+      context('when asking for the next due time', () => {
+        it('gives the earliest pending delivery of an enabled endpoint, or undefined', async () => {
+          expect(await store.nextDueAt()).to.equal(undefined);
+          await addEndpoint('ep_on');
+          await addEndpoint('ep_off', 'acme', { status: 'disabled', disabledReason: 'failing' });
+          const now = clock.now();
+          await seed(['ep_off'], { dueAt: now - HOUR });
+          await seed(['ep_on'], { dueAt: now + MINUTE });
+          await seed(['ep_on'], { dueAt: now + HOUR });
+          expect(await store.nextDueAt()).to.equal(now + MINUTE);
+          clock.advance(MINUTE);
+          await lease();
+          await claim();
+          expect(await store.nextDueAt()).to.equal(now + HOUR);
+        });
+      });
+    });
+
+    describe('purge', () => {
+      context('when records are older than the horizon', () => {
+        it('deletes old attempts, old dead letters and finished events, and keeps the rest', async () => {
+          await addEndpoint('ep_1');
+          // Old and finished: delivered.
+          const { delivery: done, event: doneEvent } = await claimedDelivery('ep_1');
+          await store.settle(
+            [{ kind: 'delivered', deliveryId: done.id, epoch: done.leaseEpoch, attempt: attempt(clock.now(), OK, null) }],
+            clock.now(),
+          );
+          // Old and still pending.
+          const waiting = await seed(['ep_1'], { dueAt: clock.now() + 40 * DAY });
+          // Old, never fanned out.
+          const unfanned = makeEvent('evt_unfanned', 'acme', clock.now());
+          await store.appendEvents([unfanned]);
+          // Old and dead, its dead letter old too.
+          const { delivery: oldDead, event: oldDeadEvent } = await claimedDelivery('ep_1');
+          await store.settle(
+            [{ kind: 'dead', deliveryId: oldDead.id, epoch: oldDead.leaseEpoch, attempt: attempt(clock.now(), BUSY, 'HTTP 503'), deadLetterId: 'dl_old', reason: 'exhausted' }],
+            clock.now(),
+          );
+          // Old event whose delivery died recently: its dead letter must still be replayable.
+          const { delivery: lateDead, event: lateDeadEvent } = await claimedDelivery('ep_1');
+          await store.settle(
+            [{ kind: 'release', deliveryId: lateDead.id, epoch: lateDead.leaseEpoch, nextAttemptAt: clock.now() + 20 * DAY }],
+            clock.now(),
+          );
+
+          clock.advance(20 * DAY);
+          await lease();
+          const [late] = await claim();
+          expect(late?.delivery.id).to.equal(lateDead.id);
+          await store.settle(
+            [{ kind: 'dead', deliveryId: lateDead.id, epoch: late!.delivery.leaseEpoch, attempt: attempt(clock.now(), BUSY, 'HTTP 503'), deadLetterId: 'dl_recent', reason: 'exhausted' }],
+            clock.now(),
+          );
+          const recent = await seed(['ep_1']);
+
+          clock.advance(20 * DAY);
+          const result = await store.purge(clock.now() - 30 * DAY);
+          expect(result).to.deep.equal({ attempts: 2, deadLetters: 1, events: 2 });
+
+          expect(await store.getEvent(doneEvent.id)).to.equal(undefined);
+          expect(await store.getEvent(oldDeadEvent.id)).to.equal(undefined);
+          expect(await store.getDeadLetter('dl_old')).to.equal(undefined);
+          expect(await store.listAttempts(done.id)).to.deep.equal([]);
+
+          expect(await store.getEvent(waiting.event.id)).to.not.equal(undefined);
+          expect(await store.getEvent(unfanned.id)).to.not.equal(undefined);
+          expect(await store.getEvent(lateDeadEvent.id)).to.not.equal(undefined);
+          expect(await store.getEvent(recent.event.id)).to.not.equal(undefined);
+          expect((await store.getDeadLetter('dl_recent'))?.attempts).to.have.length(1);
+          expect(await store.replayDeadLetters({ ids: ['dl_recent'] }, clock.now())).to.deep.equal(['dl_recent']);
+        });
+      });
+    });
+  });
+}

@@ -1,0 +1,211 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { expect } from 'chai';
+import { ManualClock } from '../../lib/clock.ts';
+import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
+import { deliveryIdFor, slotOf } from '../../lib/ids.ts';
+import type { Endpoint, Outcome } from '../../lib/model.ts';
+import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
+import { describeStoreConformance } from './conformance.ts';
+
+/** A fresh folder per test under the system temp dir, removed afterwards. */
+function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), 'herald-sqlite-'));
+}
+
+describeStoreConformance('SqliteStore', async () => {
+  const dir = tempDir();
+  const clock = new ManualClock();
+  const store = new SqliteStore({ path: join(dir, 'herald.db'), clock });
+  return {
+    store,
+    clock,
+    async close() {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+describe('SqliteStore', () => {
+  let dir: string;
+  let clock: ManualClock;
+  const opened: Array<{ close(): unknown }> = [];
+
+  beforeEach(() => {
+    dir = tempDir();
+    clock = new ManualClock();
+  });
+
+  afterEach(async () => {
+    for (const handle of opened.splice(0)) await handle.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function openStore(path = join(dir, 'herald.db'), pollIntervalMs = 50): SqliteStore {
+    const store = new SqliteStore({ path, clock, pollIntervalMs });
+    opened.push(store);
+    return store;
+  }
+
+  context('when opened on a path whose folder does not exist', () => {
+    it('creates the folder and the file, in WAL mode', async () => {
+      const path = join(dir, 'nested', 'deeper', 'herald.db');
+      await openStore(path).init({ slotCount: 16 });
+      expect(existsSync(path)).to.equal(true);
+      const raw = new Database(path);
+      opened.push(raw);
+      expect(raw.pragma('journal_mode', { simple: true })).to.equal('wal');
+    });
+  });
+
+  context('when given bad options', () => {
+    it('names the option and shows the value', () => {
+      const bad = [
+        [{ path: '', clock }, 'path'],
+        [{ path: 'x.db', clock: {} as ManualClock }, 'clock'],
+        [{ path: 'x.db', clock, pollIntervalMs: 0 }, 'pollIntervalMs'],
+        [{ path: 'x.db', clock, busyTimeoutMs: -1 }, 'busyTimeoutMs'],
+      ] as const;
+      for (const [options, field] of bad) {
+        expect(() => new SqliteStore(options)).to.throw(`${field}:`).with.property('code', ErrorCode.INVALID_INPUT);
+      }
+    });
+
+    it('refuses a slot count that is not a positive integer', async () => {
+      const error = await openStore().init({ slotCount: 0 }).catch((e: unknown) => e);
+      expect(isHeraldError(error) && error.code).to.equal(ErrorCode.INVALID_INPUT);
+    });
+  });
+
+  context('when used outside its lifecycle', () => {
+    it('rejects before init() with HERALD_STORE and after close() with HERALD_CLOSED', async () => {
+      const store = openStore();
+      const early = await store.getEndpoint('ep_1').catch((e: unknown) => e);
+      expect(isHeraldError(early) && early.code).to.equal(ErrorCode.STORE);
+      await store.init({ slotCount: 4 });
+      await store.close();
+      const late = await store.getEndpoint('ep_1').catch((e: unknown) => e);
+      expect(isHeraldError(late) && late.code).to.equal(ErrorCode.CLOSED);
+    });
+  });
+
+  context('when two processes share the file', () => {
+    it('gives the second the slot count the first fixed', async () => {
+      await openStore().init({ slotCount: 32 });
+      expect(await openStore().init({ slotCount: 256 })).to.deep.equal({ slotCount: 32 });
+    });
+  });
+
+  describe('watch', () => {
+    context('when another connection commits', () => {
+      it('calls the listener on the next poll', async () => {
+        const store = openStore();
+        await store.init({ slotCount: 4 });
+        const other = openStore();
+        await other.init({ slotCount: 4 });
+        let calls = 0;
+        store.watch(() => calls++);
+
+        clock.advance(50);
+        expect(calls).to.equal(0);
+
+        await other.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
+        clock.advance(49);
+        expect(calls).to.equal(0);
+        clock.advance(1);
+        expect(calls).to.equal(1);
+        clock.advance(500);
+        expect(calls).to.equal(1);
+      });
+
+      it('sees commits from a raw better-sqlite3 connection too', async () => {
+        const path = join(dir, 'herald.db');
+        const store = openStore(path, 10);
+        await store.init({ slotCount: 4 });
+        const raw = new Database(path);
+        opened.push(raw);
+        let calls = 0;
+        store.watch(() => calls++);
+        raw.prepare(`INSERT INTO meta (key, value) VALUES ('probe', '1')`).run();
+        clock.advance(10);
+        expect(calls).to.equal(1);
+      });
+    });
+
+    context('when only the store itself writes', () => {
+      it('stays quiet (its own process signals in-process)', async () => {
+        const store = openStore();
+        await store.init({ slotCount: 4 });
+        let calls = 0;
+        store.watch(() => calls++);
+        await store.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
+        clock.advance(200);
+        expect(calls).to.equal(0);
+      });
+    });
+
+    context('when unsubscribed or closed', () => {
+      it('stops polling and leaves no timers behind', async () => {
+        const store = openStore();
+        await store.init({ slotCount: 4 });
+        const other = openStore();
+        await other.init({ slotCount: 4 });
+        let calls = 0;
+        const stop = store.watch(() => calls++);
+        store.watch(() => calls++);
+        expect(clock.pendingTimerCount).to.equal(2);
+        stop();
+        expect(clock.pendingTimerCount).to.equal(1);
+        await store.close();
+        expect(clock.pendingTimerCount).to.equal(0);
+        await other.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
+        clock.advance(100);
+        expect(calls).to.equal(0);
+      });
+    });
+  });
+
+  describe('dead letters across rounds', () => {
+    context('when a replayed delivery dies again', () => {
+      it('gives each dead letter the attempts of the round that died', async () => {
+        const store = openStore();
+        await store.init({ slotCount: 4 });
+        const now = clock.now();
+        const endpoint: Endpoint = {
+          id: 'ep_1', tenantId: 'acme', url: 'https://hooks.example.com/1', description: '', eventTypes: [],
+          retry: { preset: 'default' }, timeoutMs: 1_000, mode: 'at-most-once', concurrency: 1, status: 'enabled',
+          disabledReason: null, failingSince: null, secrets: [], createdAt: now, updatedAt: now,
+        };
+        await store.createEndpoint(endpoint);
+        await store.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{"a":1}', createdAt: now, endpointId: null }]);
+        const deliveryId = deliveryIdFor('evt_1', 'ep_1');
+        await store.recordFanOut('evt_1', [{
+          id: deliveryId, eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't',
+          slot: slotOf('ep_1', 4), nextAttemptAt: now, createdAt: now,
+        }]);
+        const refused: Outcome = { kind: 'network', code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' };
+        const die = async (deadLetterId: string) => {
+          await store.acquireLeases({ owner: 'a', slots: [0, 1, 2, 3], now: clock.now(), leaseMs: 1_000 });
+          const [job] = await store.claimDue({ owner: 'a', now: clock.now(), limit: 1, perEndpointLimit: 1, skipEndpointIds: [] });
+          await store.settle([{
+            kind: 'dead', deliveryId, epoch: job!.delivery.leaseEpoch, deadLetterId, reason: 'at-most-once: ECONNREFUSED',
+            attempt: { number: 1, startedAt: clock.now(), durationMs: 3, outcome: refused, error: 'ECONNREFUSED' },
+          }], clock.now());
+        };
+        await die('dl_1');
+        clock.advance(1_000);
+        await store.replayDeadLetters({ ids: ['dl_1'] }, clock.now());
+        await die('dl_2');
+
+        const first = await store.getDeadLetter('dl_1');
+        const second = await store.getDeadLetter('dl_2');
+        expect(first?.attempts.map((a) => a.round)).to.deep.equal([0]);
+        expect(second?.attempts.map((a) => a.round)).to.deep.equal([1]);
+        expect(await store.listAttempts(deliveryId)).to.have.length(2);
+      });
+    });
+  });
+});
