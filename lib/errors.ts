@@ -62,11 +62,14 @@ export class PayloadTooLargeError extends ValidationError {
 export class NotFoundError extends HeraldError {
   readonly resource: string;
   readonly id: string;
+  /** The input field that named the missing thing (`tenantId`, `endpointId`, …). */
+  readonly field: string;
 
   constructor(resource: string, id: string, field = `${resource}Id`) {
     super(ErrorCode.NOT_FOUND, `${field}: unknown ${resource} '${id}'`);
     this.resource = resource;
     this.id = id;
+    this.field = field;
   }
 }
 

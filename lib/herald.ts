@@ -276,7 +276,10 @@ export class Herald {
 
   /** Re-enables an endpoint: its waiting deliveries go out again, its failure history starts afresh. */
   async enableEndpoint(id: string): Promise<EndpointView> {
-    return this.#patch(id, { status: 'enabled', disabledReason: null, failingSince: null });
+    const view = await this.#patch(id, { status: 'enabled', disabledReason: null, failingSince: null });
+    await this.#store.resumeDeliveries(id, this.#clock.now());
+    this.#supervisor.signal();
+    return view;
   }
 
   async disableEndpoint(id: string): Promise<EndpointView> {

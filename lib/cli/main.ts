@@ -7,7 +7,7 @@
  */
 import { parseArgs } from 'node:util';
 import { configFromEnv, readConfigFile, resolveConfig, type ConfigOverrides, type LogLevel } from '../config/config.ts';
-import { isHeraldError } from '../errors.ts';
+import { ConfigError, isHeraldError } from '../errors.ts';
 import { Herald } from '../herald.ts';
 import { createLogger, logEngineEvents } from '../logging.ts';
 import { resolveAdminToken } from '../status/admin-token.ts';
@@ -26,18 +26,10 @@ Options:
   --log-level <level>      fatal|error|warn|info|debug|trace|silent (HERALD_LOG_LEVEL)
   -h, --help               this text`;
 
-export async function main(argv: readonly string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === undefined || command === '-h' || command === '--help') {
-    process.stdout.write(`${USAGE}\n`);
-    return command === undefined ? 2 : 0;
-  }
-  if (command !== 'start') {
-    process.stderr.write(`herald: unknown command '${command}'\n${USAGE}\n`);
-    return 2;
-  }
-  const { values } = parseArgs({
-    args: [...rest],
+/** The flags of `herald start`; throws a TypeError (ERR_PARSE_ARGS_*) on an unknown or malformed flag. */
+function parseStartArgs(args: readonly string[]) {
+  return parseArgs({
+    args: [...args],
     options: {
       config: { type: 'string' },
       store: { type: 'string' },
@@ -50,6 +42,27 @@ export async function main(argv: readonly string[]): Promise<number> {
     },
     strict: true,
   });
+}
+
+export async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '-h' || command === '--help') {
+    process.stdout.write(`${USAGE}\n`);
+    return command === undefined ? 2 : 0;
+  }
+  if (command !== 'start') {
+    process.stderr.write(`herald: unknown command '${command}'\n${USAGE}\n`);
+    return 2;
+  }
+  let parsed: ReturnType<typeof parseStartArgs>;
+  try {
+    parsed = parseStartArgs(rest);
+  } catch (error) {
+    // An unknown or malformed flag is a usage error, like an unknown command.
+    process.stderr.write(`herald: ${(error as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  const { values } = parsed;
   if (values.help === true) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
@@ -65,10 +78,26 @@ export async function main(argv: readonly string[]): Promise<number> {
   const config = resolveConfig(values.config === undefined ? {} : readConfigFile(values.config), configFromEnv(process.env), flags);
   const logger = createLogger(config.logLevel);
   const admin = resolveAdminToken(config.adminToken, config.dataDir);
+  // Listen for the signals before anything starts: a SIGTERM that arrives during
+  // start-up or just after the banner still shuts down in order and exits 0.
+  const stopped = new Promise<string>((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
   const herald = await Herald.open(config);
   logEngineEvents(herald, logger);
   const server = new StatusServer(herald, { host: config.host, port: config.port, adminToken: admin.token });
-  const url = await server.listen();
+  let url: string;
+  try {
+    url = await server.listen();
+  } catch (error) {
+    await herald.close();
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+      throw new ConfigError('port', config.port, `cannot be bound on ${config.host} (${code})`);
+    }
+    throw error;
+  }
   await herald.start();
 
   const tokenLine =
@@ -82,14 +111,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     ].join('\n'),
   );
 
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string): void => {
-      logger.info({ signal }, 'shutting down');
-      resolve();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
+  logger.info({ signal: await stopped }, 'shutting down');
   await server.close();
   await herald.close();
   return 0;

@@ -23,6 +23,7 @@ export class LeaseKeeper {
   readonly #options: LeaseKeeperOptions;
   readonly #store: Store;
   readonly #clock: Clock;
+  /** Called after every renewal. */
   readonly #onChange: (held: readonly SlotLease[]) => void;
   readonly #onError: (error: unknown) => void;
   #held: readonly SlotLease[] = [];
@@ -66,15 +67,15 @@ export class LeaseKeeper {
       do {
         this.#again = false;
         try {
-          const before = fingerprint(this.#held);
           this.#held = await this.#store.acquireLeases({
             owner: this.#options.owner,
             slots,
             now: this.#clock.now(),
             leaseMs: this.#options.leaseMs,
           });
-          // New slots or new epochs (retaken after a lapse) may make work claimable.
-          if (fingerprint(this.#held) !== before) this.#onChange(this.#held);
+          // Always: new slots, new epochs, or a lease that had lapsed (a claim made
+          // meanwhile found nothing) may all have made work claimable.
+          this.#onChange(this.#held);
         } catch (error) {
           this.#onError(error);
         }
@@ -96,6 +97,3 @@ export class LeaseKeeper {
   }
 }
 
-function fingerprint(leases: readonly SlotLease[]): string {
-  return leases.map((lease) => `${lease.slot}:${lease.epoch}`).join(',');
-}

@@ -83,6 +83,8 @@ export class Supervisor {
     }
     this.#pumping = this.#pump().finally(() => {
       this.#pumping = undefined;
+      // A signal that arrived after the pump's last look but before this point would be lost.
+      if (this.#again && !this.#closed) this.signal();
     });
   }
 

@@ -15,6 +15,11 @@
  * was still running; the worker threads are destroyed. Idle threads exit
  * after `idleTimeoutMs`, and piscina unrefs a thread while it has no task,
  * so an idle pool never keeps the process alive.
+ *
+ * If a worker fails outside a task (it cannot even load), piscina emits
+ * 'error' and would start no more workers, leaving tasks queued forever.
+ * The pool then degrades: what is in flight and everything after is signed
+ * inline, and `poolFailure` holds the error for health checks.
  */
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
@@ -94,6 +99,9 @@ export class SigningPool {
   #queue: Pending[] = [];
   #flushQueued = false;
   #closed = false;
+  /** Batches handed to piscina and not yet settled. */
+  readonly #inFlight = new Set<readonly Pending[]>();
+  #poolFailure: unknown;
   readonly #stats = { inline: 0, pooled: 0, tasks: 0 };
 
   /** @throws ConfigError (`HERALD_INVALID_CONFIG`) naming the option and value that break a rule. */
@@ -107,6 +115,12 @@ export class SigningPool {
       idleTimeout: this.#options.idleTimeoutMs,
       execArgv: workerExecArgv(),
     });
+    this.#pool.on('error', (error: unknown) => this.#onPoolError(error));
+  }
+
+  /** Why the worker threads were given up and signing went inline, if they were. */
+  get poolFailure(): unknown {
+    return this.#poolFailure;
   }
 
   /** Counters since construction; a snapshot. */
@@ -149,7 +163,7 @@ export class SigningPool {
     if (queue.length === 0) return;
     let total = 0;
     for (const pending of queue) total += pending.bytes;
-    if (total < this.#options.inlineMaxBytes) this.#signInline(queue);
+    if (total < this.#options.inlineMaxBytes || this.#poolFailure !== undefined) this.#signInline(queue);
     else this.#signPooled(queue);
   }
 
@@ -189,8 +203,10 @@ export class SigningPool {
       timestampSec: request.timestampSec,
       body: request.body,
     }));
+    this.#inFlight.add(batch);
     this.#pool.run(tasks).then(
       (headers) => {
+        this.#inFlight.delete(batch);
         for (let i = 0; i < batch.length; i++) {
           const header = headers[i];
           const pending = batch[i]!;
@@ -198,8 +214,19 @@ export class SigningPool {
           else pending.resolve(header);
         }
       },
-      (error: unknown) => this.#rejectAll(batch, error),
+      (error: unknown) => {
+        this.#inFlight.delete(batch);
+        this.#rejectAll(batch, error);
+      },
     );
+  }
+
+  #onPoolError(error: unknown): void {
+    if (this.#closed) return;
+    this.#poolFailure ??= error ?? new Error('signing worker failed');
+    // A promise settles once: if piscina answers these batches after all, nothing changes.
+    for (const batch of this.#inFlight) this.#signInline(batch);
+    this.#inFlight.clear();
   }
 
   #rejectAll(batch: readonly Pending[], cause: unknown): void {

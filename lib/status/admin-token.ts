@@ -4,7 +4,7 @@
  * file mode 0600 so only the owner can read it.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface AdminToken {
@@ -14,17 +14,33 @@ export interface AdminToken {
   readonly path: string | null;
 }
 
+const MIN_LENGTH = 16;
+
 export function resolveAdminToken(configured: string | null, dataDir: string): AdminToken {
   if (configured !== null) return { token: configured, source: 'config', path: null };
   const path = join(dataDir, 'admin-token');
+  const kept = readKept(path);
+  if (kept !== undefined && kept.length >= MIN_LENGTH) return { token: kept, source: 'file', path };
+  mkdirSync(dataDir, { recursive: true });
+  // An unusable file is replaced, not rewritten: rewriting keeps its old (maybe world-readable) mode.
+  if (kept !== undefined) rmSync(path, { force: true });
+  const token = randomBytes(24).toString('base64url');
   try {
-    const kept = readFileSync(path, 'utf8').trim();
-    if (kept.length >= 16) return { token: kept, source: 'file', path };
+    // 'wx': when several processes share the data folder and start together, the first one's token wins.
+    writeFileSync(path, `${token}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (error) {
+    const winner = (error as NodeJS.ErrnoException).code === 'EEXIST' ? readKept(path) : undefined;
+    if (winner !== undefined && winner.length >= MIN_LENGTH) return { token: winner, source: 'file', path };
+    throw error;
+  }
+  return { token, source: 'generated', path };
+}
+
+function readKept(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8').trim();
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    return undefined;
   }
-  mkdirSync(dataDir, { recursive: true });
-  const token = randomBytes(24).toString('base64url');
-  writeFileSync(path, `${token}\n`, { mode: 0o600 });
-  return { token, source: 'generated', path };
 }

@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { parseDate } from '../clock.ts';
 import {
   ErrorCode,
+  NotFoundError,
   PayloadTooLargeError,
   UnauthorizedError,
   ValidationError,
@@ -194,6 +195,8 @@ export class StatusServer {
   async #dispatch(req: IncomingMessage): Promise<Reply> {
     const url = new URL(req.url ?? '/', 'http://status.invalid');
     const method = req.method ?? 'GET';
+    // Everything under /v1/ needs the token, so unknown routes and methods there tell nothing to a caller without it.
+    if (url.pathname.startsWith('/v1/')) this.#authorize(req);
     let pathMatched = false;
     for (const route of this.#routes) {
       const match = route.pattern.exec(url.pathname);
@@ -203,7 +206,7 @@ export class StatusServer {
       if (!route.open) this.#authorize(req);
       const params: Record<string, string> = {};
       route.keys.forEach((key, i) => {
-        params[key] = decodeURIComponent(match[i + 1] ?? '');
+        params[key] = decodePathParam(key, match[i + 1] ?? '');
       });
       return route.handler({ params, query: url.searchParams, body: () => this.#readJson(req) });
     }
@@ -220,6 +223,9 @@ export class StatusServer {
 
   async #readJson(req: IncomingMessage): Promise<unknown> {
     const max = this.#herald.config.delivery.maxPayloadBytes + ENVELOPE_BYTES;
+    // Refuse a declared oversize body at once, with its real size (a streamed one is cut off at the limit).
+    const declared = Number(req.headers['content-length']);
+    if (Number.isInteger(declared) && declared > max) throw new PayloadTooLargeError('body', declared, max);
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of req as AsyncIterable<Buffer>) {
@@ -244,10 +250,21 @@ function errorReply(error: unknown): Reply {
     if (error instanceof ValidationError) {
       detail.field = error.field;
       detail.rule = error.rule;
+    } else if (error instanceof NotFoundError) {
+      detail.field = error.field;
+      detail.rule = `must name an existing ${error.resource}`;
     }
     return { status, json: { error: detail } };
   }
   return { status: 500, json: { error: { code: 'HERALD_INTERNAL', message: (error as Error)?.message ?? String(error) } } };
+}
+
+function decodePathParam(key: string, text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw new ValidationError(key, `must be valid percent-encoding (got ${JSON.stringify(text)})`);
+  }
 }
 
 function deliveryFilter(query: URLSearchParams): DeliveryFilter {

@@ -151,6 +151,8 @@ export interface Store {
   updateEndpoint(id: string, patch: EndpointPatch, now: number): Promise<Endpoint | undefined>;
   /** Deletes it and cancels its undelivered deliveries. False when it did not exist. */
   deleteEndpoint(id: string, now: number): Promise<boolean>;
+  /** Makes the endpoint's pending deliveries due at `now` (on re-enable). Returns how many moved. */
+  resumeDeliveries(endpointId: string, now: number): Promise<number>;
   /** True when at least one endpoint belongs to the tenant. */
   tenantExists(tenantId: string): Promise<boolean>;
 
@@ -166,9 +168,11 @@ export interface Store {
   // Leases
   /**
    * Takes or renews leases on `slots` for `owner` until `now + leaseMs`: a slot
-   * is taken when it is free, expired, or already the owner's. Taking a slot
-   * from anyone (or after expiry) increments its epoch. Returns the leases the
-   * owner holds among `slots` afterwards.
+   * is taken when it is free (released), expired, or already the owner's.
+   * Taking a slot that was anyone else's, or free, increments its epoch; the
+   * owner renewing its own lease, even after it lapsed unnoticed by others,
+   * keeps the epoch (nobody else can have claimed in between). Returns the
+   * leases the owner holds among `slots` afterwards.
    */
   acquireLeases(request: {
     readonly owner: string;

@@ -135,6 +135,21 @@ describe('Ticker', () => {
     });
   });
 
+  context('when a callback throws and no onError is given', () => {
+    it('rethrows after the tick, having advanced every wheel', () => {
+      const fired: string[] = [];
+      const bad = ticker.createWheel<string>(() => {
+        throw new Error('boom');
+      });
+      const good = ticker.createWheel<string>((item) => fired.push(item));
+      bad.schedule(START + 100, 'x');
+      good.schedule(START + 100, 'y');
+      expect(() => clock.advance(100)).to.throw('boom');
+      expect(fired).to.deep.equal(['y']);
+      expect(clock.pendingTimerCount).to.equal(0);
+    });
+  });
+
   describe('close()', () => {
     it('cancels the interval and refuses new entries', () => {
       const wheel = ticker.createWheel<string>(() => {});

@@ -168,6 +168,61 @@ describe('SqliteStore', () => {
     });
   });
 
+  describe('claimDue under a backlog', () => {
+    // Past 1 000 due rows the store walks busy endpoints instead of scanning every due row;
+    // the rows claimed must be the same as the scan would give.
+    context('when more than a thousand deliveries are due', () => {
+      it('still caps each endpoint, honours skips and disabled endpoints, and reclaims orphans', async () => {
+        const store = openStore();
+        await store.init({ slotCount: 4 });
+        const now = clock.now();
+        const endpoint = (id: string, status: Endpoint['status'] = 'enabled'): Endpoint => ({
+          id, tenantId: 'acme', url: `https://hooks.example.com/${id}`, description: '', eventTypes: [],
+          retry: { preset: 'default' }, timeoutMs: 1_000, mode: 'at-least-once', concurrency: 1, status,
+          disabledReason: status === 'enabled' ? null : 'operator', failingSince: null, secrets: [], createdAt: now, updatedAt: now,
+        });
+        for (const id of ['ep_big', 'ep_small', 'ep_orphan', 'ep_skipped']) await store.createEndpoint(endpoint(id));
+        await store.createEndpoint(endpoint('ep_off', 'disabled'));
+        let seq = 0;
+        const seed = async (endpointId: string, dueAt: number) => {
+          const id = `evt_${seq++}`;
+          await store.appendEvents([{ id, tenantId: 'acme', type: 't', payload: '{}', createdAt: now, endpointId: null }]);
+          await store.recordFanOut(id, [{
+            id: deliveryIdFor(id, endpointId), eventId: id, endpointId, tenantId: 'acme', eventType: 't',
+            slot: slotOf(endpointId, 4), nextAttemptAt: dueAt, createdAt: now,
+          }]);
+          return deliveryIdFor(id, endpointId);
+        };
+        const orphan = await seed('ep_orphan', now - 2 * 3_600_000);
+        for (let i = 0; i < 1_100; i++) await seed('ep_big', now - 3_600_000 + i);
+        const small = await seed('ep_small', now);
+        await seed('ep_skipped', now - 5);
+        await seed('ep_off', now - 5);
+        await seed('ep_small', now + 60_000);
+
+        const slots = [0, 1, 2, 3];
+        await store.acquireLeases({ owner: 'a', slots, now, leaseMs: 1_000 });
+        const first = await store.claimDue({ owner: 'a', now, limit: 1, perEndpointLimit: 1, skipEndpointIds: [] });
+        expect(first.map((j) => j.delivery.id)).to.deep.equal([orphan]);
+        // The claimer of the orphan dies; another node takes the slots at the next epoch.
+        clock.advance(1_000);
+        await store.acquireLeases({ owner: 'b', slots, now: clock.now(), leaseMs: 1_000 });
+
+        const jobs = await store.claimDue({ owner: 'b', now: clock.now(), limit: 20, perEndpointLimit: 5, skipEndpointIds: ['ep_skipped'] });
+        const count = (id: string) => jobs.filter((j) => j.delivery.endpointId === id).length;
+        expect([count('ep_big'), count('ep_small'), count('ep_orphan'), count('ep_skipped'), count('ep_off')]).to.deep.equal([5, 1, 1, 0, 0]);
+        expect(jobs[0]!.delivery).to.include({ id: orphan, leaseEpoch: 2 });
+        expect(jobs.map((j) => j.delivery.nextAttemptAt)).to.deep.equal([...jobs.map((j) => j.delivery.nextAttemptAt)].sort((x, y) => x - y));
+        expect(jobs.at(-1)!.delivery.id).to.equal(small);
+        expect(jobs.every((j) => j.delivery.status === 'in_flight' && j.event.id === j.delivery.eventId)).to.equal(true);
+
+        const only = await store.claimDue({ owner: 'b', now: clock.now(), limit: 3, perEndpointLimit: 10, skipEndpointIds: [], endpointId: 'ep_big' });
+        expect(only.map((j) => j.delivery.endpointId)).to.deep.equal(['ep_big', 'ep_big', 'ep_big']);
+        expect(only[0]!.delivery.nextAttemptAt).to.equal(now - 3_600_000 + 5);
+      });
+    });
+  });
+
   describe('dead letters across rounds', () => {
     context('when a replayed delivery dies again', () => {
       it('gives each dead letter the attempts of the round that died', async () => {

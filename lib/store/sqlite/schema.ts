@@ -73,6 +73,8 @@ CREATE TABLE IF NOT EXISTS deliveries (
 );
 -- Claims and nextDueAt walk pending rows in due order; in_flight rows are few.
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_attempt_at);
+-- Claims under a backlog skip from endpoint to endpoint within an owned slot.
+CREATE INDEX IF NOT EXISTS deliveries_claim ON deliveries (status, slot, endpoint_id, next_attempt_at);
 -- The delivery log per endpoint, and cancelling an endpoint's deliveries.
 CREATE INDEX IF NOT EXISTS deliveries_endpoint ON deliveries (endpoint_id, created_at);
 CREATE INDEX IF NOT EXISTS deliveries_event ON deliveries (event_id);

@@ -1,0 +1,29 @@
+/**
+ * Herald's public entry: everything a producer, a consumer or an embedding
+ * application uses. Inside lib/, modules import from their defining files.
+ */
+export { Herald, type EndpointView, type HeraldDeps, type StatusSnapshot } from './herald.ts';
+export { publish } from './producer/sqlite-publish.ts';
+export type { EventInput } from './producer/validate-event.ts';
+export { verify, WebhookVerificationError } from './signing/verify.ts';
+export { resolveConfig, readConfigFile, configFromEnv, type HeraldConfig, type ConfigOverrides } from './config/config.ts';
+export { StatusServer } from './status/status-server.ts';
+export { systemClock, systemRandom, ManualClock, seededRandom, type Clock, type Random, type TimerHandle } from './clock.ts';
+export {
+  ErrorCode,
+  HeraldError,
+  ValidationError,
+  PayloadTooLargeError,
+  NotFoundError,
+  ConflictError,
+  ConfigError,
+  StoreError,
+  BlockedAddressError,
+  ClosedError,
+  UnauthorizedError,
+  isHeraldError,
+  hasCode,
+} from './errors.ts';
+export type { OutboxEvent, Endpoint, Delivery, Attempt, Outcome, DeadLetter, DeliveryMode, RetrySpec } from './model.ts';
+export type { Store } from './store/port.ts';
+export { OperationalEventType, type OperationalEvent, type EngineEvents } from './engine/engine-events.ts';

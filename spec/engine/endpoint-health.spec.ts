@@ -1,0 +1,96 @@
+import { expect } from 'chai';
+import type { OperationalEvent } from '../../lib/engine/engine-events.ts';
+import { EndpointHealth } from '../../lib/engine/endpoint-health.ts';
+import { attemptsSeen, nextEvent, startHerald, startServer, type TestHerald, type TestServer } from '../support/harness.ts';
+
+const HOUR = 3_600_000;
+
+describe('EndpointHealth', () => {
+  const options = { disableAfterMs: 5 * 24 * HOUR, failingThreshold: 10, failingWindowMs: HOUR };
+
+  context('when more than the threshold of failures fall within the window', () => {
+    it('reports failing once, and again only after a recovery', () => {
+      const health = new EndpointHealth(options, null);
+      const seen = Array.from({ length: 30 }, (_, i) => health.recordFailure(i * 60_000)).flat();
+      expect(seen).to.deep.equal(['failing']);
+      expect(health.recordSuccess()).to.deep.equal(['recovered']);
+      expect(health.failingSince).to.equal(null);
+      const again = Array.from({ length: 11 }, (_, i) => health.recordFailure(HOUR + i)).flat();
+      expect(again).to.deep.equal(['failing']);
+    });
+
+    it('does not report failing when the failures are spread wider than the window', () => {
+      const health = new EndpointHealth(options, null);
+      const seen = Array.from({ length: 30 }, (_, i) => health.recordFailure(i * 10 * 60_000)).flat();
+      expect(seen).to.deep.equal([]);
+    });
+  });
+
+  context('when failures have lasted the disable span', () => {
+    it('asks to disable, counting from the failingSince it was loaded with', () => {
+      const health = new EndpointHealth(options, 1_000);
+      expect(health.recordFailure(1_000 + 5 * 24 * HOUR - 1)).to.deep.equal([]);
+      expect(health.recordFailure(1_000 + 5 * 24 * HOUR)).to.deep.equal(['disable']);
+    });
+  });
+});
+
+describe('Endpoint health (engine)', () => {
+  let t: TestHerald;
+  let sink: TestServer | undefined;
+
+  afterEach(async () => {
+    await sink?.close();
+    sink = undefined;
+    await t?.close();
+  });
+
+  context('when an endpoint fails continuously for the configured span', () => {
+    it('emits endpoint.failing once, disables it with endpoint.disabled, holds its deliveries, and resumes them when re-enabled', async () => {
+      t = await startHerald({
+        health: { disableAfterMs: 2.5 * HOUR, failingThreshold: 2, failingWindowMs: 24 * HOUR },
+        breaker: { volumeThreshold: 1_000 },
+      });
+      let healthy = false;
+      sink = await startServer(() => (healthy ? { status: 200 } : { status: 500 }));
+      const { endpoint } = await t.herald.createEndpoint({
+        tenantId: 'acme',
+        url: sink.url,
+        retry: { schedule: ['PT1H', 'PT1H', 'PT1H', 'PT1H', 'PT1H', 'PT1H'] },
+      });
+      const operational: OperationalEvent[] = [];
+      t.herald.events.on('operational', (e) => operational.push(e));
+      const disabled = nextEvent(t.herald.events, 'operational', (e) => e.type === 'endpoint.disabled');
+
+      await t.herald.publish({ tenantId: 'acme', type: 'a.b', payload: { n: 1 } });
+      const firstAt = t.clock.now();
+      // Hourly retries (±20 %): the attempt that comes 2.5 h or more after the first failure disables it.
+      let made = 0;
+      for (;;) {
+        const attempt = (await attemptsSeen(t, ++made))[made - 1];
+        if ((attempt?.startedAt ?? 0) - firstAt >= 2.5 * HOUR) break;
+        expect((await t.herald.getEndpoint(endpoint.id)).status, `still enabled after attempt ${made}`).to.equal('enabled');
+        if (attempt?.settlement.kind === 'retry') t.clock.advanceTo(attempt.settlement.nextAttemptAt);
+      }
+      await disabled;
+      expect(operational.map((e) => e.type)).to.deep.equal(['endpoint.failing', 'endpoint.disabled']);
+      expect((await t.herald.getEndpoint(endpoint.id)).status).to.equal('disabled');
+
+      // Deliveries wait while it is disabled, new ones included.
+      await t.herald.publish({ tenantId: 'acme', type: 'a.b', payload: { n: 2 } });
+      t.clock.advance(2 * HOUR);
+      await t.herald.idle();
+      expect(sink.received).to.have.length(made);
+
+      healthy = true;
+      const enabled = await t.herald.enableEndpoint(endpoint.id);
+      expect(enabled.status).to.equal('enabled');
+      expect(enabled.failingSince).to.equal(null);
+      await sink.requests(made + 2);
+      await attemptsSeen(t, made + 2);
+      const statuses = (await t.herald.listDeliveries({ endpointId: endpoint.id })).map((d) => d.status);
+      expect(statuses).to.deep.equal(['delivered', 'delivered']);
+      expect(operational.map((e) => e.type)).to.deep.equal(['endpoint.failing', 'endpoint.disabled']);
+    });
+  });
+});

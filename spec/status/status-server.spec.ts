@@ -1,0 +1,519 @@
+import { expect } from 'chai';
+import { request } from 'undici';
+import type { ConfigOverrides } from '../../lib/config/config.ts';
+import { StatusServer } from '../../lib/status/status-server.ts';
+import { attemptsSeen, startHerald, startServer, type TestHerald, type TestServer } from '../support/harness.ts';
+
+const TOKEN = 'test-admin-token-0123456789';
+
+interface ApiReply {
+  readonly status: number;
+  readonly text: string;
+  readonly json: any;
+}
+
+interface ErrorBody {
+  readonly code: string;
+  readonly message: string;
+  readonly field?: string;
+  readonly rule?: string;
+}
+
+describe('StatusServer (admin API over HTTP)', () => {
+  let t: TestHerald | undefined;
+  let status: StatusServer | undefined;
+  let base = '';
+  let sink: TestServer | undefined;
+  let otherSink: TestServer | undefined;
+
+  async function boot(overrides: ConfigOverrides = {}, options: { start?: boolean } = {}): Promise<TestHerald> {
+    t = await startHerald(overrides, options);
+    status = new StatusServer(t.herald, { host: '127.0.0.1', port: 0, adminToken: TOKEN });
+    base = await status.listen();
+    return t;
+  }
+
+  async function api(
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT',
+    path: string,
+    body?: unknown,
+    options: { token?: string | null; raw?: string } = {},
+  ): Promise<ApiReply> {
+    const token = options.token === undefined ? TOKEN : options.token;
+    const headers: Record<string, string> = {};
+    if (token !== null) headers.authorization = `Bearer ${token}`;
+    let payload: string | undefined = options.raw;
+    if (body !== undefined) payload = JSON.stringify(body);
+    if (payload !== undefined) headers['content-type'] = 'application/json';
+    const response = await request(`${base}${path}`, { method, headers, ...(payload === undefined ? {} : { body: payload }) });
+    const text = await response.body.text();
+    const isJson = String(response.headers['content-type'] ?? '').startsWith('application/json');
+    return { status: response.statusCode, text, json: isJson ? JSON.parse(text) : undefined };
+  }
+
+  function expectError(reply: ApiReply, status: number, code: string, field?: string): ErrorBody {
+    expect(reply.status, reply.text).to.equal(status);
+    const error = reply.json?.error as ErrorBody;
+    expect(error, reply.text).to.be.an('object');
+    expect(error.code).to.equal(code);
+    expect(error.message).to.be.a('string').and.not.equal('');
+    if (field !== undefined) {
+      expect(error.field, reply.text).to.equal(field);
+      expect(error.rule, reply.text).to.be.a('string').and.not.equal('');
+      expect(error.message).to.include(field);
+    }
+    return error;
+  }
+
+  async function createEndpoint(fields: Record<string, unknown>): Promise<{ id: string; secret: string }> {
+    const reply = await api('POST', '/v1/endpoints', { tenantId: 'acme', ...fields });
+    expect(reply.status, reply.text).to.equal(201);
+    return { id: reply.json.id as string, secret: reply.json.secret as string };
+  }
+
+  afterEach(async () => {
+    await status?.close();
+    status = undefined;
+    await sink?.close();
+    sink = undefined;
+    await otherSink?.close();
+    otherSink = undefined;
+    await t?.close();
+    t = undefined;
+  });
+
+  describe('health and readiness', () => {
+    context('when the herald is started', () => {
+      it('answers /healthz 200 without a token', async () => {
+        await boot();
+        const reply = await api('GET', '/healthz', undefined, { token: null });
+        expect(reply.status).to.equal(200);
+        expect(reply.json).to.deep.equal({ status: 'ok' });
+      });
+
+      it('answers /readyz 200 ready without a token, since it holds leases', async () => {
+        await boot();
+        const reply = await api('GET', '/readyz', undefined, { token: null });
+        expect(reply.status, reply.text).to.equal(200);
+        expect(reply.json.status).to.equal('ready');
+        expect(reply.json.slotsOwned).to.be.greaterThan(0);
+      });
+    });
+
+    context('when the herald is not started', () => {
+      it('answers /readyz 503 with the reason', async () => {
+        await boot({}, { start: false });
+        const reply = await api('GET', '/readyz', undefined, { token: null });
+        expect(reply.status).to.equal(503);
+        expect(reply.json.status).to.equal('not ready');
+        expect(reply.json.reason).to.match(/lease/);
+      });
+    });
+  });
+
+  describe('authorization', () => {
+    context('when a /v1 route is called without a bearer token', () => {
+      it('answers 401 HERALD_UNAUTHORIZED', async () => {
+        await boot();
+        expectError(await api('GET', '/v1/endpoints', undefined, { token: null }), 401, 'HERALD_UNAUTHORIZED');
+        expectError(await api('POST', '/v1/events', { tenantId: 'acme', type: 'a.b', payload: {} }, { token: null }), 401, 'HERALD_UNAUTHORIZED');
+      });
+    });
+
+    context('when the bearer token is wrong', () => {
+      it('answers 401 HERALD_UNAUTHORIZED, whatever its length', async () => {
+        await boot();
+        expectError(await api('GET', '/v1/status', undefined, { token: 'wrong' }), 401, 'HERALD_UNAUTHORIZED');
+        expectError(await api('GET', '/v1/status', undefined, { token: `${TOKEN.slice(0, -1)}X` }), 401, 'HERALD_UNAUTHORIZED');
+      });
+    });
+
+    context('when an unknown /v1 route or a wrong method is called without a token', () => {
+      it('answers 401 rather than revealing which routes exist', async () => {
+        await boot();
+        expectError(await api('GET', '/v1/nothing-here', undefined, { token: null }), 401, 'HERALD_UNAUTHORIZED');
+        expectError(await api('PUT', '/v1/endpoints', undefined, { token: null }), 401, 'HERALD_UNAUTHORIZED');
+      });
+    });
+
+    context('when the token is right', () => {
+      it('answers /v1/status with this node', async () => {
+        const { herald } = await boot();
+        const reply = await api('GET', '/v1/status');
+        expect(reply.status).to.equal(200);
+        expect(reply.json.node).to.equal(herald.nodeId);
+        expect(reply.json.slotsOwned).to.equal(herald.leases.length);
+      });
+    });
+  });
+
+  describe('endpoints', () => {
+    context('when an endpoint goes through its lifecycle', () => {
+      it('creates, lists, patches, disables, enables, rotates and deletes it, never listing a secret', async () => {
+        await boot();
+        const created = await api('POST', '/v1/endpoints', { tenantId: 'acme', url: 'https://example.com/hooks', eventTypes: ['invoice.*'] });
+        expect(created.status, created.text).to.equal(201);
+        expect(created.json.secret).to.match(/^whsec_/);
+        expect(created.json).to.include({ tenantId: 'acme', url: 'https://example.com/hooks', status: 'enabled', secretCount: 1 });
+        expect(created.json).to.not.have.property('secrets');
+        const id = created.json.id as string;
+
+        const list = await api('GET', '/v1/endpoints');
+        expect(list.status).to.equal(200);
+        expect(list.json.data.map((e: { id: string }) => e.id)).to.deep.equal([id]);
+        expect(list.text).to.not.include('whsec_');
+
+        const one = await api('GET', `/v1/endpoints/${id}`);
+        expect(one.status).to.equal(200);
+        expect(one.json).to.include({ id, secretCount: 1 });
+        expect(one.text).to.not.include('whsec_');
+
+        const patched = await api('PATCH', `/v1/endpoints/${id}`, { url: 'https://example.org/v2', eventTypes: ['order.created'], timeoutMs: 5_000 });
+        expect(patched.status, patched.text).to.equal(200);
+        expect(patched.json).to.include({ url: 'https://example.org/v2', timeoutMs: 5_000 });
+        expect(patched.json.eventTypes).to.deep.equal(['order.created']);
+        expect(patched.text).to.not.include('whsec_');
+        expect((await api('GET', `/v1/endpoints/${id}`)).json).to.include({ url: 'https://example.org/v2', timeoutMs: 5_000 });
+
+        const disabled = await api('POST', `/v1/endpoints/${id}/disable`);
+        expect(disabled.status).to.equal(200);
+        expect(disabled.json).to.include({ status: 'disabled', disabledReason: 'operator' });
+        const enabled = await api('POST', `/v1/endpoints/${id}/enable`);
+        expect(enabled.status).to.equal(200);
+        expect(enabled.json).to.include({ status: 'enabled', disabledReason: null });
+
+        const rotated = await api('POST', `/v1/endpoints/${id}/rotate-secret`);
+        expect(rotated.status).to.equal(200);
+        expect(rotated.json.secret).to.match(/^whsec_/);
+        expect(rotated.json.secret).to.not.equal(created.json.secret);
+        expect(rotated.json.secretCount).to.equal(2);
+        expect(rotated.json.previousSecretExpiresAt).to.be.a('number');
+        const afterRotation = await api('GET', `/v1/endpoints/${id}`);
+        expect(afterRotation.json.secretCount).to.equal(2);
+        expect(afterRotation.text).to.not.include('whsec_');
+
+        const deleted = await api('DELETE', `/v1/endpoints/${id}`);
+        expect(deleted.status).to.equal(204);
+        expect(deleted.text).to.equal('');
+        expectError(await api('GET', `/v1/endpoints/${id}`), 404, 'HERALD_NOT_FOUND');
+        expectError(await api('DELETE', `/v1/endpoints/${id}`), 404, 'HERALD_NOT_FOUND');
+        expect((await api('GET', '/v1/endpoints')).json.data).to.deep.equal([]);
+      });
+    });
+
+    context('when the endpoint body is invalid', () => {
+      it('refuses a URL that does not parse, naming url', async () => {
+        await boot();
+        expectError(await api('POST', '/v1/endpoints', { tenantId: 'acme', url: 'not a url' }), 400, 'HERALD_INVALID_INPUT', 'url');
+      });
+
+      it('refuses a URL that is not http(s), naming url', async () => {
+        await boot();
+        const error = expectError(await api('POST', '/v1/endpoints', { tenantId: 'acme', url: 'ftp://x' }), 400, 'HERALD_INVALID_INPUT', 'url');
+        expect(error.rule).to.match(/http/);
+      });
+
+      it('refuses timeoutMs below 1 s and above 30 s, naming timeoutMs', async () => {
+        await boot();
+        for (const timeoutMs of [500, 31_000]) {
+          const reply = await api('POST', '/v1/endpoints', { tenantId: 'acme', url: 'https://example.com', timeoutMs });
+          const error = expectError(reply, 400, 'HERALD_INVALID_INPUT', 'timeoutMs');
+          expect(error.rule).to.include(String(timeoutMs));
+        }
+      });
+
+      it('refuses a custom schedule with a zero or unparsable duration, naming retry.schedule[0]', async () => {
+        await boot();
+        for (const schedule of [['PT0S'], ['soon']]) {
+          const reply = await api('POST', '/v1/endpoints', { tenantId: 'acme', url: 'https://example.com', retry: { schedule } });
+          expectError(reply, 400, 'HERALD_INVALID_INPUT', 'retry.schedule[0]');
+        }
+      });
+
+      it('refuses an unknown retry preset, naming retry.preset', async () => {
+        await boot();
+        const reply = await api('POST', '/v1/endpoints', { tenantId: 'acme', url: 'https://example.com', retry: { preset: 'sometimes' } });
+        const error = expectError(reply, 400, 'HERALD_INVALID_INPUT', 'retry.preset');
+        expect(error.rule).to.include('sometimes');
+      });
+
+      it('refuses an unknown field, naming it', async () => {
+        await boot();
+        const reply = await api('POST', '/v1/endpoints', { tenantId: 'acme', url: 'https://example.com', secret: 'whsec_mine' });
+        expectError(reply, 400, 'HERALD_INVALID_INPUT', 'secret');
+      });
+
+      it('refuses an invalid patch the same way, and leaves the endpoint unchanged', async () => {
+        await boot();
+        const { id } = await createEndpoint({ url: 'https://example.com' });
+        expectError(await api('PATCH', `/v1/endpoints/${id}`, { url: 'ftp://x' }), 400, 'HERALD_INVALID_INPUT', 'url');
+        expectError(await api('PATCH', `/v1/endpoints/${id}`, { tenantId: 'other' }), 400, 'HERALD_INVALID_INPUT', 'tenantId');
+        expect((await api('GET', `/v1/endpoints/${id}`)).json.url).to.equal('https://example.com');
+      });
+
+      it('refuses a body that is not JSON, naming body', async () => {
+        await boot();
+        expectError(await api('POST', '/v1/endpoints', undefined, { raw: '{"tenantId": "acme",' }), 400, 'HERALD_INVALID_INPUT', 'body');
+        expectError(await api('POST', '/v1/endpoints', undefined, { raw: '' }), 400, 'HERALD_INVALID_INPUT', 'body');
+        expectError(await api('POST', '/v1/endpoints', ['not', 'an', 'object']), 400, 'HERALD_INVALID_INPUT', 'body');
+      });
+
+      it('refuses an id that exists already with 409', async () => {
+        await boot();
+        await createEndpoint({ id: 'ep-1', url: 'https://example.com' });
+        expectError(await api('POST', '/v1/endpoints', { id: 'ep-1', tenantId: 'acme', url: 'https://example.com' }), 409, 'HERALD_CONFLICT');
+      });
+    });
+
+    context('when a path parameter is not valid percent-encoding', () => {
+      it('answers 400 naming the parameter instead of failing with 500', async () => {
+        await boot();
+        expectError(await api('GET', '/v1/endpoints/%E0%A4%A'), 400, 'HERALD_INVALID_INPUT', 'id');
+      });
+    });
+  });
+
+  describe('events and deliveries', () => {
+    context('when an event is published over HTTP', () => {
+      it('answers 202 with the event, delivers it, and lists the delivery and its attempt', async () => {
+        const th = await boot();
+        sink = await startServer(() => ({ status: 200 }));
+        const { id: endpointId } = await createEndpoint({ url: `${sink.url}/hooks` });
+
+        const published = await api('POST', '/v1/events', { tenantId: 'acme', type: 'invoice.paid', payload: { amount: 42 } });
+        expect(published.status, published.text).to.equal(202);
+        const eventId = published.json.id as string;
+        expect(eventId).to.be.a('string').and.not.equal('');
+        expect(published.json).to.deep.include({ tenantId: 'acme', type: 'invoice.paid', payload: { amount: 42 } });
+
+        const [received] = await sink.requests(1);
+        expect(received?.headers['webhook-id']).to.equal(eventId);
+        expect(JSON.parse(received?.body ?? '')).to.deep.equal({ amount: 42 });
+        await attemptsSeen(th, 1);
+
+        const deliveries = await api('GET', `/v1/deliveries?endpointId=${endpointId}`);
+        expect(deliveries.status).to.equal(200);
+        expect(deliveries.json.data).to.have.length(1);
+        const [delivery] = deliveries.json.data as Array<{ id: string; eventId: string; status: string; attempts: number }>;
+        expect(delivery).to.include({ eventId, status: 'delivered', attempts: 1 });
+        expect((await api('GET', '/v1/deliveries?endpointId=someone-else')).json.data).to.deep.equal([]);
+        expect((await api('GET', `/v1/deliveries?status=delivered&since=2000-01-01T00:00:00Z&limit=10`)).json.data).to.have.length(1);
+        expect((await api('GET', `/v1/deliveries?status=dead`)).json.data).to.deep.equal([]);
+
+        const one = await api('GET', `/v1/deliveries/${delivery?.id}`);
+        expect(one.status).to.equal(200);
+        expect(one.json.id).to.equal(delivery?.id);
+
+        const attempts = await api('GET', `/v1/deliveries/${delivery?.id}/attempts`);
+        expect(attempts.status).to.equal(200);
+        expect(attempts.json.data).to.have.length(1);
+        expect(attempts.json.data[0].outcome).to.include({ kind: 'response', status: 200 });
+        expectError(await api('GET', '/v1/deliveries/nope/attempts'), 404, 'HERALD_NOT_FOUND');
+      });
+
+      it('answers a list of events with the list, in order', async () => {
+        await boot();
+        await createEndpoint({ url: 'https://example.com' });
+        const reply = await api('POST', '/v1/events', [
+          { tenantId: 'acme', type: 'a.b', payload: 1, id: 'evt-1' },
+          { tenantId: 'acme', type: 'a.b', payload: 2, id: 'evt-2' },
+        ]);
+        expect(reply.status, reply.text).to.equal(202);
+        expect(reply.json.data.map((e: { id: string }) => e.id)).to.deep.equal(['evt-1', 'evt-2']);
+      });
+    });
+
+    context('when the event is invalid', () => {
+      it('answers 404 naming tenantId for an unknown tenant', async () => {
+        await boot();
+        await createEndpoint({ url: 'https://example.com' });
+        expectError(await api('POST', '/v1/events', { tenantId: 'nobody', type: 'a.b', payload: {} }), 404, 'HERALD_NOT_FOUND', 'tenantId');
+      });
+
+      it('answers 404 naming endpointId for an unknown endpoint', async () => {
+        await boot();
+        await createEndpoint({ url: 'https://example.com' });
+        const reply = await api('POST', '/v1/events', { tenantId: 'acme', type: 'a.b', payload: {}, endpointId: 'ep_missing' });
+        expectError(reply, 404, 'HERALD_NOT_FOUND', 'endpointId');
+      });
+
+      it('answers 413 naming payload when the payload is over delivery.maxPayloadBytes', async () => {
+        await boot({ delivery: { maxPayloadBytes: 1024 } });
+        await createEndpoint({ url: 'https://example.com' });
+        const reply = await api('POST', '/v1/events', { tenantId: 'acme', type: 'a.b', payload: { text: 'x'.repeat(2_000) } });
+        const error = expectError(reply, 413, 'HERALD_PAYLOAD_TOO_LARGE', 'payload');
+        expect(error.rule).to.include('1024');
+        expect((await api('GET', '/v1/deliveries')).json.data).to.deep.equal([]);
+      });
+
+      it('answers 413 naming body when the request body is far over the maximum', async () => {
+        await boot({ delivery: { maxPayloadBytes: 1024 } });
+        await createEndpoint({ url: 'https://example.com' });
+        const reply = await api('POST', '/v1/events', { tenantId: 'acme', type: 'a.b', payload: 'x'.repeat(200 * 1024) });
+        expectError(reply, 413, 'HERALD_PAYLOAD_TOO_LARGE', 'body');
+      });
+
+      it('answers 400 naming body when the body is not JSON', async () => {
+        await boot();
+        expectError(await api('POST', '/v1/events', undefined, { raw: 'tenantId=acme' }), 400, 'HERALD_INVALID_INPUT', 'body');
+      });
+
+      it('answers 400 naming the field for a missing type', async () => {
+        await boot();
+        expectError(await api('POST', '/v1/events', { tenantId: 'acme', payload: {} }), 400, 'HERALD_INVALID_INPUT', 'type');
+      });
+    });
+
+    context('when one event of a batch is rejected', () => {
+      it('stores nothing of that batch, and still delivers what was accepted before', async () => {
+        const th = await boot();
+        let hold = true;
+        sink = await startServer(() => (hold ? 'hold' : { status: 200 }));
+        const { id: endpointId } = await createEndpoint({ url: sink.url, concurrency: 1 });
+        const accepted = await api('POST', '/v1/events', { tenantId: 'acme', type: 'a.b', payload: { n: 0 } });
+        expect(accepted.status).to.equal(202);
+        await sink.requests(1);
+
+        const rejected = await api('POST', '/v1/events', [
+          { tenantId: 'acme', type: 'a.b', payload: { n: 1 }, id: 'batch-1' },
+          { tenantId: 'nobody', type: 'a.b', payload: { n: 2 }, id: 'batch-2' },
+        ]);
+        expectError(rejected, 404, 'HERALD_NOT_FOUND', 'tenantId');
+        const invalid = await api('POST', '/v1/events', [
+          { tenantId: 'acme', type: 'a.b', payload: { n: 3 }, id: 'batch-3' },
+          { tenantId: 'acme', payload: { n: 4 }, id: 'batch-4' },
+        ]);
+        expectError(invalid, 400, 'HERALD_INVALID_INPUT', '[1].type');
+
+        hold = false;
+        sink.held[0]?.respond(200);
+        await attemptsSeen(th, 1);
+        await th.herald.idle();
+        const deliveries = await api('GET', `/v1/deliveries?endpointId=${endpointId}`);
+        expect(deliveries.json.data.map((d: { eventId: string; status: string }) => [d.eventId, d.status])).to.deep.equal([
+          [accepted.json.id, 'delivered'],
+        ]);
+        expect(await th.herald.store.getEvent('batch-1')).to.equal(undefined);
+        expect(await th.herald.store.getEvent('batch-3')).to.equal(undefined);
+        expect(sink.received.map((r) => r.headers['webhook-id'])).to.deep.equal([accepted.json.id]);
+      });
+
+      it('leaves /v1/deliveries empty when the first batch is rejected', async () => {
+        const th = await boot();
+        await createEndpoint({ url: 'https://example.com' });
+        const rejected = await api('POST', '/v1/events', [
+          { tenantId: 'acme', type: 'a.b', payload: {} },
+          { tenantId: 'acme', type: 'a.b', payload: {}, endpointId: 'ep_missing' },
+        ]);
+        expectError(rejected, 404, 'HERALD_NOT_FOUND', 'endpointId');
+        await th.herald.idle();
+        expect((await api('GET', '/v1/deliveries')).json.data).to.deep.equal([]);
+      });
+    });
+
+    context('when the delivery log query is invalid', () => {
+      it('answers 400 naming status, since, until or limit', async () => {
+        await boot();
+        expectError(await api('GET', '/v1/deliveries?status=lost'), 400, 'HERALD_INVALID_INPUT', 'status');
+        expectError(await api('GET', '/v1/deliveries?since=yesterday'), 400, 'HERALD_INVALID_INPUT', 'since');
+        expectError(await api('GET', '/v1/deliveries?until=soon'), 400, 'HERALD_INVALID_INPUT', 'until');
+        for (const limit of ['0', '-1', '1001', 'ten', '']) {
+          expectError(await api('GET', `/v1/deliveries?limit=${limit}`), 400, 'HERALD_INVALID_INPUT', 'limit');
+        }
+      });
+    });
+  });
+
+  describe('dead letters', () => {
+    context('when an endpoint answers 410', () => {
+      it('lists the dead letter with its attempts; replaying it delivers with the same webhook-id, once', async () => {
+        const th = await boot();
+        let answer = 410;
+        sink = await startServer(() => ({ status: answer }));
+        const { id: endpointId } = await createEndpoint({ url: sink.url });
+        const published = await api('POST', '/v1/events', { tenantId: 'acme', type: 'a.b', payload: { n: 1 } });
+        const eventId = published.json.id as string;
+        const [first] = await attemptsSeen(th, 1);
+        expect(first?.settlement.kind).to.equal('dead');
+
+        const letters = await api('GET', `/v1/dead-letters?endpointId=${endpointId}`);
+        expect(letters.status).to.equal(200);
+        expect(letters.json.data).to.have.length(1);
+        const letter = letters.json.data[0];
+        expect(letter).to.include({ eventId, endpointId, replayedAt: null });
+        expect(letter.attempts).to.have.length(1);
+        expect(letter.attempts[0].outcome).to.include({ kind: 'response', status: 410 });
+        expect((await api('GET', `/v1/dead-letters/${letter.id}`)).json.id).to.equal(letter.id);
+
+        answer = 200;
+        const replayed = await api('POST', `/v1/dead-letters/${letter.id}/replay`);
+        expect(replayed.status, replayed.text).to.equal(202);
+        expect(replayed.json).to.deep.equal({ replayed: 1, ids: [letter.id] });
+        const [, second] = await attemptsSeen(th, 2);
+        expect(second?.settlement.kind).to.equal('delivered');
+        expect(sink.received.map((r) => r.headers['webhook-id'])).to.deep.equal([eventId, eventId]);
+        const [delivery] = (await api('GET', `/v1/deliveries?endpointId=${endpointId}`)).json.data;
+        expect(delivery).to.include({ eventId, status: 'delivered' });
+
+        expectError(await api('POST', `/v1/dead-letters/${letter.id}/replay`), 409, 'HERALD_CONFLICT');
+        expectError(await api('POST', '/v1/dead-letters/dl_missing/replay'), 404, 'HERALD_NOT_FOUND');
+        expect((await api('GET', '/v1/dead-letters')).json.data).to.deep.equal([]);
+        expect((await api('GET', '/v1/dead-letters?includeReplayed=true')).json.data).to.have.length(1);
+      });
+    });
+
+    context('when dead letters are replayed in bulk by endpoint', () => {
+      it("replays only that endpoint's letters and returns the count", async () => {
+        const th = await boot();
+        sink = await startServer(() => ({ status: 410 }));
+        otherSink = await startServer(() => ({ status: 410 }));
+        const { id: first } = await createEndpoint({ url: sink.url });
+        const { id: second } = await createEndpoint({ url: otherSink.url });
+        await api('POST', '/v1/events', [1, 2].map((n) => ({ tenantId: 'acme', type: 'a.b', payload: { n } })));
+        await attemptsSeen(th, 4);
+        await th.herald.idle();
+        expect((await api('GET', '/v1/dead-letters')).json.data).to.have.length(4);
+
+        const reply = await api('POST', '/v1/dead-letters/replay', { endpointId: first });
+        expect(reply.status, reply.text).to.equal(202);
+        expect(reply.json.replayed).to.equal(2);
+        expect(reply.json.ids).to.have.length(2);
+        await attemptsSeen(th, 6);
+        await th.herald.idle();
+
+        expect(sink.received).to.have.length(4);
+        expect(otherSink.received).to.have.length(2);
+        const remaining = (await api('GET', '/v1/dead-letters')).json.data as Array<{ endpointId: string }>;
+        expect(remaining.map((l) => l.endpointId).sort()).to.deep.equal([first, first, second, second].sort());
+        const secondLetters = (await api('GET', `/v1/dead-letters?endpointId=${second}`)).json.data as Array<{ replayedAt: number | null }>;
+        expect(secondLetters.map((l) => l.replayedAt)).to.deep.equal([null, null]);
+      });
+    });
+
+    context('when the bulk replay body names no filter', () => {
+      it('answers 400 naming body', async () => {
+        await boot();
+        expectError(await api('POST', '/v1/dead-letters/replay', {}), 400, 'HERALD_INVALID_INPUT', 'body');
+        expectError(await api('POST', '/v1/dead-letters/replay', { everything: true }), 400, 'HERALD_INVALID_INPUT', 'everything');
+      });
+    });
+  });
+
+  describe('routing', () => {
+    context('when the route does not exist', () => {
+      it('answers 404 with a code', async () => {
+        await boot();
+        expectError(await api('GET', '/v1/nothing-here'), 404, 'HERALD_NOT_FOUND');
+        expectError(await api('GET', '/nothing-here', undefined, { token: null }), 404, 'HERALD_NOT_FOUND');
+      });
+    });
+
+    context('when the method is not allowed on the route', () => {
+      it('answers 405 with a code', async () => {
+        await boot();
+        expectError(await api('PUT', '/v1/endpoints'), 405, 'HERALD_METHOD_NOT_ALLOWED');
+        expectError(await api('DELETE', '/healthz', undefined, { token: null }), 405, 'HERALD_METHOD_NOT_ALLOWED');
+      });
+    });
+  });
+});
