@@ -28,6 +28,14 @@ export interface SlotLease {
   readonly epoch: number;
 }
 
+/** A live process of the cluster, as its heartbeats record it. */
+export interface NodeRecord {
+  readonly id: string;
+  readonly startedAt: number;
+  /** The last heartbeat. */
+  readonly seenAt: number;
+}
+
 /** A delivery to create during fan-out. */
 export interface NewDelivery {
   readonly id: string;
@@ -164,6 +172,14 @@ export interface Store {
   /** Inserts the deliveries (ignoring ids that exist) and marks the event fanned out, atomically. */
   recordFanOut(eventId: string, deliveries: readonly NewDelivery[]): Promise<void>;
   getEvent(id: string): Promise<OutboxEvent | undefined>;
+
+  // Membership
+  /** Records a heartbeat of `node` at `now` (creating it on the first one). */
+  heartbeat(node: { readonly id: string; readonly startedAt: number; readonly now: number }): Promise<void>;
+  /** Nodes whose last heartbeat is at or after `seenSince`, by id. */
+  listNodes(seenSince: number): Promise<NodeRecord[]>;
+  /** Forgets a node (graceful shutdown). */
+  removeNode(id: string): Promise<void>;
 
   // Leases
   /**

@@ -351,6 +351,31 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
     });
 
+    describe('membership', () => {
+      context('when nodes heartbeat', () => {
+        it('lists those seen since a time, by id, and forgets a removed one', async () => {
+          const startedAt = clock.now();
+          await store.heartbeat({ id: 'node-b', startedAt, now: clock.now() });
+          await store.heartbeat({ id: 'node-a', startedAt, now: clock.now() });
+          clock.advance(5 * SECOND);
+          await store.heartbeat({ id: 'node-b', startedAt, now: clock.now() });
+          expect(await store.listNodes(clock.now() - 10 * SECOND)).to.deep.equal([
+            { id: 'node-a', startedAt, seenAt: startedAt },
+            { id: 'node-b', startedAt, seenAt: clock.now() },
+          ]);
+          expect((await store.listNodes(clock.now() - SECOND)).map((n) => n.id)).to.deep.equal(['node-b']);
+          await store.removeNode('node-b');
+          expect((await store.listNodes(0)).map((n) => n.id)).to.deep.equal(['node-a']);
+        });
+
+        it('never moves a node\'s last heartbeat backwards', async () => {
+          await store.heartbeat({ id: 'node-a', startedAt: clock.now(), now: clock.now() + SECOND });
+          await store.heartbeat({ id: 'node-a', startedAt: clock.now(), now: clock.now() });
+          expect((await store.listNodes(0))[0]?.seenAt).to.equal(clock.now() + SECOND);
+        });
+      });
+    });
+
     describe('leases', () => {
       context('when slots are free', () => {
         it('takes them at epoch 1 until now + leaseMs', async () => {

@@ -112,6 +112,13 @@ CREATE INDEX IF NOT EXISTS dead_letters_created ON dead_letters (created_at);
 CREATE INDEX IF NOT EXISTS dead_letters_endpoint ON dead_letters (endpoint_id, created_at);
 CREATE INDEX IF NOT EXISTS dead_letters_event ON dead_letters (event_id);
 
+-- One row per live process; seen_at is its last heartbeat.
+CREATE TABLE IF NOT EXISTS nodes (
+  id         TEXT PRIMARY KEY,
+  started_at INTEGER NOT NULL,
+  seen_at    INTEGER NOT NULL
+);
+
 -- owner is NULL once released: anyone takes the slot at once, with the next epoch.
 CREATE TABLE IF NOT EXISTS leases (
   slot  INTEGER PRIMARY KEY,
@@ -121,7 +128,7 @@ CREATE TABLE IF NOT EXISTS leases (
 );
 `;
 
-const TABLES = ['meta', 'endpoints', 'events', 'deliveries', 'attempts', 'dead_letters', 'leases'] as const;
+const TABLES = ['meta', 'endpoints', 'events', 'deliveries', 'attempts', 'dead_letters', 'leases', 'nodes'] as const;
 
 /** Connections whose file is known to hold the committed schema: checking costs a transaction, so do it once. */
 const ready = new WeakSet<BetterSqlite3.Database>();

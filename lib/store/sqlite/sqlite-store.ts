@@ -45,6 +45,7 @@ import type {
   SettleResult,
   SlotLease,
   Store,
+  NodeRecord,
 } from '../port.ts';
 import { ensureSchema, TERMINAL_STATUSES_SQL } from './schema.ts';
 
@@ -145,6 +146,12 @@ interface DeadLetterRow {
   round: number;
   created_at: number;
   replayed_at: number | null;
+}
+
+interface NodeRow {
+  id: string;
+  started_at: number;
+  seen_at: number;
 }
 
 interface LeaseRow {
@@ -302,6 +309,10 @@ function prepareStatements(db: BetterSqlite3.Database) {
       WHERE owner = @owner AND until > @now AND slot IN (SELECT value FROM json_each(@slots)) ORDER BY slot`),
     releaseLeases: stmt(`UPDATE leases SET owner = NULL, until = 0
       WHERE owner = @owner AND slot IN (SELECT value FROM json_each(@slots))`),
+    heartbeat: stmt(`INSERT INTO nodes (id, started_at, seen_at) VALUES (@id, @startedAt, @now)
+      ON CONFLICT (id) DO UPDATE SET seen_at = MAX(nodes.seen_at, excluded.seen_at)`),
+    listNodes: stmt<NodeRow>(`SELECT id, started_at, seen_at FROM nodes WHERE seen_at >= ? ORDER BY id`),
+    removeNode: stmt(`DELETE FROM nodes WHERE id = ?`),
     listLeases: stmt<LeaseRow>(`SELECT slot, owner, until, epoch FROM leases WHERE owner IS NOT NULL ORDER BY slot`),
 
     claimByScan: stmt<DeliveryRow>(claimSql(CLAIM_BY_SCAN)),
@@ -595,6 +606,26 @@ export class SqliteStore implements Store {
   async releaseLeases(owner: string, slots: readonly number[]): Promise<void> {
     return this.#run('releaseLeases', ({ s }) => {
       s.releaseLeases.run({ owner, slots: JSON.stringify(slots) });
+    });
+  }
+
+  // Membership
+
+  async heartbeat(node: { readonly id: string; readonly startedAt: number; readonly now: number }): Promise<void> {
+    return this.#run('heartbeat', ({ s }) => {
+      s.heartbeat.run({ id: node.id, startedAt: node.startedAt, now: node.now });
+    });
+  }
+
+  async listNodes(seenSince: number): Promise<NodeRecord[]> {
+    return this.#run('listNodes', ({ s }) =>
+      s.listNodes.all(seenSince).map((row) => ({ id: row.id, startedAt: row.started_at, seenAt: row.seen_at })),
+    );
+  }
+
+  async removeNode(id: string): Promise<void> {
+    return this.#run('removeNode', ({ s }) => {
+      s.removeNode.run(id);
     });
   }
 
