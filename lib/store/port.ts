@@ -116,6 +116,12 @@ export interface DeliveryFilter {
   readonly since?: number;
   /** `createdAt < until` */
   readonly until?: number;
+  readonly eventType?: string;
+  /**
+   * Pagination: only deliveries after this one in the listing's order
+   * (newest first, ties by id descending), i.e. older than it.
+   */
+  readonly after?: { readonly createdAt: number; readonly id: string };
   /** Default 100. */
   readonly limit?: number;
 }
@@ -206,7 +212,7 @@ export interface Store {
   /** Writes settlements atomically per delivery, each conditional on its claim epoch. */
   settle(settlements: readonly Settlement[], now: number): Promise<SettleResult>;
   getDelivery(id: string): Promise<Delivery | undefined>;
-  /** Newest first. */
+  /** Newest first (ties by id, descending). */
   listDeliveries(filter: DeliveryFilter): Promise<Delivery[]>;
   /** Every attempt of a delivery, in order, across rounds. */
   listAttempts(deliveryId: string): Promise<Attempt[]>;

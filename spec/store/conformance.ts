@@ -931,6 +931,36 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           expect(await ids({ limit: 1 })).to.deep.equal([c.deliveryIds[0]]);
           expect(await store.getDelivery('dlv_missing')).to.equal(undefined);
         });
+
+        it('filters by event type and pages with a cursor, ties broken by id', async () => {
+          await addEndpoint('ep_1', 'acme');
+          await addEndpoint('ep_2', 'acme');
+          await addEndpoint('ep_3', 'acme');
+          await seed(['ep_1', 'ep_2', 'ep_3'], { type: 'order.placed' });
+          clock.advance(MINUTE);
+          await seed(['ep_1', 'ep_2'], { type: 'invoice.paid' });
+          const all = await store.listDeliveries({});
+          expect(all.map((d) => d.createdAt)).to.deep.equal([...all.map((d) => d.createdAt)].sort((x, y) => y - x));
+          const sameTime = all.filter((d) => d.createdAt === all[all.length - 1]?.createdAt).map((d) => d.id);
+          expect(sameTime).to.deep.equal([...sameTime].sort().reverse());
+
+          expect((await store.listDeliveries({ eventType: 'order.placed' })).map((d) => d.eventType)).to.deep.equal([
+            'order.placed',
+            'order.placed',
+            'order.placed',
+          ]);
+          const pages: string[][] = [];
+          let after: { createdAt: number; id: string } | undefined;
+          for (;;) {
+            const page = await store.listDeliveries({ limit: 2, ...(after === undefined ? {} : { after }) });
+            if (page.length === 0) break;
+            pages.push(page.map((d) => d.id));
+            const last = page[page.length - 1]!;
+            after = { createdAt: last.createdAt, id: last.id };
+          }
+          expect(pages.map((p) => p.length)).to.deep.equal([2, 2, 1]);
+          expect(pages.flat()).to.deep.equal(all.map((d) => d.id));
+        });
       });
 
       context('when counting deliveries', () => {

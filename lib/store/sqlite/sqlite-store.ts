@@ -765,7 +765,13 @@ export class SqliteStore implements Store {
       add('status = @status', 'status', filter.status);
       add('created_at >= @since', 'since', filter.since);
       add('created_at < @until', 'until', filter.until);
-      const sql = `SELECT * FROM deliveries ${whereClause(where)} ORDER BY created_at DESC, rowid DESC LIMIT @limit`;
+      add('event_type = @eventType', 'eventType', filter.eventType);
+      if (filter.after !== undefined) {
+        where.push('(created_at < @afterCreatedAt OR (created_at = @afterCreatedAt AND id < @afterId))');
+        params.afterCreatedAt = filter.after.createdAt;
+        params.afterId = filter.after.id;
+      }
+      const sql = `SELECT * FROM deliveries ${whereClause(where)} ORDER BY created_at DESC, id DESC LIMIT @limit`;
       return this.#dynamicStatement<DeliveryRow>(sql).all(params).map(deliveryFromRow);
     });
   }
