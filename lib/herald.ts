@@ -46,8 +46,17 @@ export interface StatusSnapshot {
   readonly slotsOwned: number;
   readonly slotCount: number;
   readonly inFlight: number;
+  /** Deliveries by status, all nodes together (empty when the store did not answer). */
   readonly deliveries: Readonly<Record<string, number>>;
   readonly fencedWrites: number;
+  /** Whether the store answered the status query, how fast (by the clock), and its error if not. */
+  readonly store: { readonly reachable: boolean; readonly latencyMs: number; readonly error: string | null };
+  /** The cluster as this node sees it: live nodes, the leases it holds, slots it is handing over. */
+  readonly cluster: {
+    readonly liveNodes: readonly string[];
+    readonly leases: ReadonlyArray<{ readonly slot: number; readonly epoch: number; readonly until: number }>;
+    readonly draining: readonly number[];
+  };
   readonly actors: ReadonlyArray<{
     readonly endpointId: string;
     readonly breaker: BreakerState;
@@ -121,7 +130,13 @@ export class Herald {
       {
         store,
         clock,
-        onChange: () => this.#supervisor.signal(),
+        onChange: (held) => {
+          const slots = held.map((lease) => lease.slot);
+          this.#supervisor.leasesChanged(slots);
+          emit('leases', { slots, liveNodes: this.#leases.liveNodes });
+        },
+        drain: (slots) => this.#supervisor.drainSlots(slots),
+        released: (slots) => this.#supervisor.slotsReleased(slots),
         onError: (error) => emit('failure', { where: 'lease renewal', error }),
       },
     );
@@ -393,8 +408,17 @@ export class Herald {
 
   // Status
 
+  /** Never throws for the store: an unreachable store shows in `store` (and `deliveries` is empty). */
   async status(): Promise<StatusSnapshot> {
-    const deliveries = await this.#store.countDeliveries();
+    const askedAt = this.#clock.now();
+    let deliveries: Readonly<Record<string, number>> = {};
+    let storeError: string | null = null;
+    try {
+      deliveries = await this.#store.countDeliveries();
+    } catch (error) {
+      storeError = (error as Error)?.message ?? String(error);
+    }
+    const store = { reachable: storeError === null, latencyMs: this.#clock.now() - askedAt, error: storeError };
     return {
       node: this.nodeId,
       startedAt: this.#startedAt,
@@ -403,6 +427,12 @@ export class Herald {
       inFlight: this.#limiter.inFlight,
       deliveries,
       fencedWrites: this.#fencedWrites,
+      store,
+      cluster: {
+        liveNodes: this.#leases.liveNodes,
+        leases: this.#leases.held.map(({ slot, epoch, until }) => ({ slot, epoch, until })),
+        draining: this.#leases.draining,
+      },
       actors: [...this.#supervisor.actors.values()].map((actor) => ({
         endpointId: actor.endpoint.id,
         breaker: actor.breakerState,

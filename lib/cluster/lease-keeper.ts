@@ -1,83 +1,106 @@
 /**
- * Holds this node's slot leases.
+ * Cluster membership and this node's slot leases.
  *
- * Until the cluster issue lands, a node asks for every slot: it takes those
- * that are free or expired and renews its own every `renewIntervalMs`, so a
- * second process on the same data waits until the first stops or dies (its
- * leases expire after `leaseMs`). Taking a slot increments its epoch, which
- * makes the deliveries a dead process had in flight claimable again at once.
+ * Every `renewIntervalMs` (the heartbeat) the keeper:
+ *   1. records a heartbeat for this node in `nodes`;
+ *   2. lists the live nodes (a heartbeat within `leaseMs`);
+ *   3. computes this node's fair share of slots by bounded-load rendezvous
+ *      hashing over the live nodes (lib/cluster/rendezvous.ts) — every node
+ *      computes the same assignment, so no slot is fought over;
+ *   4. starts draining the slots it holds but should not (their actors finish
+ *      their attempts and give back their queued work); a slot is released only
+ *      once drained, and its lease is renewed until then;
+ *   5. takes or renews, in one store write, its share plus the slots still
+ *      draining. A slot another live node still holds is taken once that node
+ *      lets it go; a dead node's slots once its lease expires.
  *
- *   stopped ──start()──► holding (renewing) ──close()──► released
+ * Belief: this node owns a slot only while it holds a lease on it whose
+ * `until` is in the future by its own clock. A node paused past its lease
+ * therefore stops believing at once, and its late writes are fenced by epoch.
+ *
+ *   stopped ──start()──► running ──close()──► stopped (slots released, node removed)
  */
 import type { Clock, TimerHandle } from '../clock.ts';
 import type { SlotLease, Store } from '../store/port.ts';
+import { slotsFor } from './rendezvous.ts';
 
 export interface LeaseKeeperOptions {
   readonly owner: string;
   readonly slotCount: number;
+  /** A node without a heartbeat for this long is gone; a lease not renewed for this long expires. */
   readonly leaseMs: number;
+  /** Heartbeat and renewal period. */
   readonly renewIntervalMs: number;
+}
+
+export interface LeaseKeeperDeps {
+  readonly store: Store;
+  readonly clock: Clock;
+  /** After every renewal: the leases now held. */
+  onChange(held: readonly SlotLease[]): void;
+  /** Stop work in these slots and resolve once their in-flight attempts have settled. */
+  drain(slots: readonly number[]): Promise<void>;
+  /** These slots were released after draining. */
+  released(slots: readonly number[]): void;
+  onError(error: unknown): void;
 }
 
 export class LeaseKeeper {
   readonly #options: LeaseKeeperOptions;
-  readonly #store: Store;
-  readonly #clock: Clock;
-  /** Called after every renewal. */
-  readonly #onChange: (held: readonly SlotLease[]) => void;
-  readonly #onError: (error: unknown) => void;
+  readonly #deps: LeaseKeeperDeps;
+  readonly #startedAt: number;
   #held: readonly SlotLease[] = [];
+  #liveNodes: readonly string[] = [];
+  readonly #draining = new Set<number>();
+  readonly #drains = new Set<Promise<void>>();
   #timer: TimerHandle | undefined;
   #renewing: Promise<void> | undefined;
   /** A renewal was due while one was running: run another right after, with a fresh `now`. */
   #again = false;
 
-  constructor(
-    options: LeaseKeeperOptions,
-    deps: { store: Store; clock: Clock; onChange(held: readonly SlotLease[]): void; onError(error: unknown): void },
-  ) {
+  constructor(options: LeaseKeeperOptions, deps: LeaseKeeperDeps) {
     this.#options = options;
-    this.#store = deps.store;
-    this.#clock = deps.clock;
-    this.#onChange = deps.onChange;
-    this.#onError = deps.onError;
+    this.#deps = deps;
+    this.#startedAt = deps.clock.now();
   }
 
   get owner(): string {
     return this.#options.owner;
   }
 
+  /** The leases this node believes it holds now (not expired by its own clock). */
   get held(): readonly SlotLease[] {
-    return this.#held;
+    const now = this.#deps.clock.now();
+    return this.#held.filter((lease) => lease.until > now);
+  }
+
+  /** Live nodes as of the last heartbeat, this one included. */
+  get liveNodes(): readonly string[] {
+    return this.#liveNodes;
+  }
+
+  get draining(): readonly number[] {
+    return [...this.#draining];
   }
 
   async start(): Promise<void> {
     await this.renew();
-    this.#timer = this.#clock.setInterval(() => void this.renew(), this.#options.renewIntervalMs);
+    this.#timer = this.#deps.clock.setInterval(() => void this.renew(), this.#options.renewIntervalMs);
   }
 
-  /** Takes or renews every slot it can; one store write. Calls during a renewal coalesce into one more. */
+  /** One heartbeat and renewal round. Calls during a round coalesce into one more. */
   async renew(): Promise<void> {
     if (this.#renewing !== undefined) {
       this.#again = true;
       return this.#renewing;
     }
-    const slots = Array.from({ length: this.#options.slotCount }, (_, i) => i);
     this.#renewing = (async () => {
       do {
         this.#again = false;
         try {
-          this.#held = await this.#store.acquireLeases({
-            owner: this.#options.owner,
-            slots,
-            now: this.#clock.now(),
-            leaseMs: this.#options.leaseMs,
-          });
-          // Always: new slots, new epochs, or a lease that had lapsed (a claim made
-          // meanwhile found nothing) may all have made work claimable.
-          this.#onChange(this.#held);
+          await this.#round();
         } catch (error) {
-          this.#onError(error);
+          this.#deps.onError(error);
         }
       } while (this.#again && this.#timer !== undefined);
     })().finally(() => {
@@ -86,14 +109,63 @@ export class LeaseKeeper {
     return this.#renewing;
   }
 
-  /** Stops renewing and frees the slots so another process can take them at once. */
+  /** Stops renewing, waits for drains, releases every slot so others take them at once, and leaves the cluster. */
   async close(): Promise<void> {
     this.#timer?.cancel();
     this.#timer = undefined;
     await this.#renewing;
+    await Promise.all(this.#drains);
     const slots = this.#held.map((lease) => lease.slot);
     this.#held = [];
-    if (slots.length > 0) await this.#store.releaseLeases(this.#options.owner, slots);
+    const { store } = this.#deps;
+    if (slots.length > 0) await store.releaseLeases(this.#options.owner, slots);
+    await store.removeNode(this.#options.owner);
+  }
+
+  async #round(): Promise<void> {
+    const { store, clock } = this.#deps;
+    const { owner, slotCount, leaseMs } = this.#options;
+    const now = clock.now();
+    await store.heartbeat({ id: owner, startedAt: this.#startedAt, now });
+    // Gone at the same instant its leases expire (`until <= now`), so no slot is left wanted by nobody.
+    const nodes = (await store.listNodes(now - leaseMs + 1)).map((node) => node.id);
+    this.#liveNodes = nodes.includes(owner) ? nodes : [...nodes, owner].sort();
+    const share = new Set(slotsFor(owner, this.#liveNodes, slotCount));
+
+    const surplus = this.held.map((lease) => lease.slot).filter((slot) => !share.has(slot) && !this.#draining.has(slot));
+    if (surplus.length > 0) this.#drain(surplus);
+
+    // Computed and written in one synchronous step, like the release in #drain, so a slot
+    // being released is never taken back by a round that saw it still draining.
+    const wanted = [...share, ...this.#draining].sort((a, b) => a - b);
+    const held = await store.acquireLeases({ owner, slots: wanted, now: clock.now(), leaseMs });
+    // A drain may have released some of them while the write was answered.
+    this.#held = held.filter((lease) => share.has(lease.slot) || this.#draining.has(lease.slot));
+    // Always: new slots, new epochs, or a lease that had lapsed (a claim made
+    // meanwhile found nothing) may all have made work claimable.
+    this.#deps.onChange(this.held);
+  }
+
+  #drain(slots: readonly number[]): void {
+    for (const slot of slots) this.#draining.add(slot);
+    const done = (async () => {
+      try {
+        await this.#deps.drain(slots);
+      } catch (error) {
+        this.#deps.onError(error);
+      }
+      // No await between forgetting the slots and the release write (see #round).
+      const gone = new Set(slots);
+      for (const slot of slots) this.#draining.delete(slot);
+      this.#held = this.#held.filter((lease) => !gone.has(lease.slot));
+      try {
+        await this.#deps.store.releaseLeases(this.#options.owner, slots);
+      } catch (error) {
+        this.#deps.onError(error);
+      }
+      this.#deps.released(slots);
+    })();
+    this.#drains.add(done);
+    void done.finally(() => this.#drains.delete(done));
   }
 }
-

@@ -122,6 +122,11 @@ export class EndpointActor {
     );
   }
 
+  /** Marks the actor active now (its idle time starts again). */
+  touch(): void {
+    this.#lastActiveAt = this.#deps.clock.now();
+  }
+
   /** Takes a newer version of the endpoint (edited, enabled, disabled). */
   update(endpoint: Endpoint): void {
     // Re-enabled: its failure history starts afresh, or the next failure would disable it again.
@@ -231,6 +236,7 @@ export class EndpointActor {
     emit('attempt', {
       endpointId: endpoint.id,
       eventId: job.event.id,
+      eventCreatedAt: job.event.createdAt,
       deliveryId: job.delivery.id,
       attempt: number,
       startedAt,

@@ -30,6 +30,8 @@ export interface OperationalEvent {
 export interface AttemptEvent {
   readonly endpointId: string;
   readonly eventId: string;
+  /** When the event entered the outbox (for the event-to-delivery latency). */
+  readonly eventCreatedAt: number;
   readonly deliveryId: string;
   readonly attempt: number;
   readonly startedAt: number;
@@ -49,6 +51,13 @@ export interface EngineEvents {
   operational: [OperationalEvent];
   /** A delivery given back without an attempt (breaker open, paused, disabled, shutdown). */
   released: [{ readonly endpointId: string; readonly deliveryId: string; readonly until: number; readonly why: string }];
+  /** This node's leases after a renewal round (the slots it believes it owns). */
+  leases: [{ readonly slots: readonly number[]; readonly liveNodes: readonly string[] }];
+  /**
+   * The store's change feed was restarted (a lost resume token, a dropped
+   * cursor). A hook for stores with a feed (MongoDB); SQLite never emits it.
+   */
+  feedRestart: [{ readonly reason: string }];
   /** An unexpected failure inside the engine (store unreachable…); the engine keeps going. */
   failure: [{ readonly where: string; readonly error: unknown }];
 }

@@ -11,10 +11,15 @@
  *         for actors with room, within the node's mailbox budget) ─► hand them
  *         to their actors (created on demand) ─► evict idle actors
  *
+ * Slots being handed to another node are drained: their actors are closed
+ * (queued work given back, running attempts settle) and whatever a claim still
+ * returns for them is given back at once, until the lease is released.
+ *
  * `close()` stops signals and the sweep, then closes every actor (queued work
  * is given back to the store, running attempts finish and settle).
  */
 import type { Clock } from '../clock.ts';
+import { slotOf } from '../ids.ts';
 import type { DeliveryJob, Endpoint } from '../model.ts';
 import type { Store } from '../store/port.ts';
 import { EndpointActor, type ActorDeps, type WakeTimers } from './actor.ts';
@@ -57,6 +62,7 @@ export class Supervisor {
   readonly #options: SupervisorOptions;
   readonly #deps: SupervisorDeps;
   readonly #actors = new Map<string, EndpointActor>();
+  readonly #draining = new Set<number>();
   #unwatch: (() => void) | undefined;
   #sweep: { cancel(): void } | undefined;
   #pumping: Promise<void> | undefined;
@@ -107,6 +113,24 @@ export class Supervisor {
       return;
     }
     actor.update(endpoint);
+    this.signal();
+  }
+
+  /** Stops work in these slots; resolves once their actors have closed (attempts settled, queued work given back). */
+  async drainSlots(slots: readonly number[]): Promise<void> {
+    for (const slot of slots) this.#draining.add(slot);
+    await this.#closeActorsIn((slot) => this.#draining.has(slot));
+  }
+
+  /** The drained slots were released: if they come back later they are worked again. */
+  slotsReleased(slots: readonly number[]): void {
+    for (const slot of slots) this.#draining.delete(slot);
+  }
+
+  /** Leases were renewed: actors of slots no longer held stop (their late writes would be fenced anyway). */
+  leasesChanged(heldSlots: readonly number[]): void {
+    const held = new Set(heldSlots);
+    void this.#closeActorsIn((slot) => !held.has(slot) && !this.#draining.has(slot));
     this.signal();
   }
 
@@ -177,6 +201,15 @@ export class Supervisor {
   }
 
   async #dispatch(job: DeliveryJob): Promise<void> {
+    if (this.#draining.has(job.delivery.slot)) {
+      // Claimed in the instant before the drain began: give it back for the slot's next owner.
+      const { delivery } = job;
+      await this.#deps.store.settle(
+        [{ kind: 'release', deliveryId: delivery.id, epoch: delivery.leaseEpoch, nextAttemptAt: this.#deps.clock.now() }],
+        this.#deps.clock.now(),
+      );
+      return;
+    }
     const actor = await this.#actorFor(job.delivery.endpointId);
     if (actor === undefined) {
       // Deleted between claim and dispatch: its deliveries are cancelled by the store.
@@ -195,7 +228,11 @@ export class Supervisor {
 
     let actor: EndpointActor | undefined;
     const breaker = this.#deps.breakers.create((state) => actor?.onBreakerChange(state));
-    const timers = this.#deps.createTimers(() => this.signal());
+    // A wake-up counts as activity: the delivery it announces may take a moment to claim.
+    const timers = this.#deps.createTimers(() => {
+      actor?.touch();
+      this.signal();
+    });
     actor = new EndpointActor(endpoint, {
       ...this.#deps.actor,
       breaker,
@@ -211,6 +248,16 @@ export class Supervisor {
     });
     this.#actors.set(endpointId, actor);
     return actor;
+  }
+
+  async #closeActorsIn(inSlot: (slot: number) => boolean): Promise<void> {
+    const closing: Array<Promise<void>> = [];
+    for (const [id, actor] of this.#actors) {
+      if (!inSlot(slotOf(id, this.#options.slotCount))) continue;
+      this.#actors.delete(id);
+      closing.push(actor.close());
+    }
+    await Promise.all(closing);
   }
 
   #evictIdle(): void {

@@ -147,6 +147,8 @@ export async function startServer(answer: (request: ReceivedRequest, index: numb
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      // The listening handle is freed on the next turn of the event loop.
+      await new Promise((resolve) => setImmediate(resolve));
     },
   };
 }

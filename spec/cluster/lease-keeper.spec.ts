@@ -1,0 +1,170 @@
+import { expect } from 'chai';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ManualClock } from '../../lib/clock.ts';
+import { LeaseKeeper } from '../../lib/cluster/lease-keeper.ts';
+import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
+
+const SLOTS = 64;
+const LEASE_MS = 10_000;
+const HEARTBEAT_MS = 2_000;
+
+describe('LeaseKeeper (membership and slot leases, fake time)', () => {
+  let dir: string;
+  let store: SqliteStore;
+  let clock: ManualClock;
+  const drains: Array<{ node: string; slots: readonly number[] }> = [];
+  let holdDrain: Promise<void> | undefined;
+
+  function keeper(owner: string): LeaseKeeper {
+    return new LeaseKeeper(
+      { owner, slotCount: SLOTS, leaseMs: LEASE_MS, renewIntervalMs: HEARTBEAT_MS },
+      {
+        store,
+        clock,
+        onChange: () => undefined,
+        drain: async (slots) => {
+          drains.push({ node: owner, slots });
+          await holdDrain;
+        },
+        released: () => undefined,
+        onError: (error) => {
+          throw error;
+        },
+      },
+    );
+  }
+  const slots = (k: LeaseKeeper): number[] => k.held.map((l) => l.slot);
+  /** Lets drains that were started finish (they run on promises, not on the clock). */
+  const settle = async (): Promise<void> => {
+    for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
+  };
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'herald-keeper-'));
+    clock = new ManualClock(1_000_000);
+    store = new SqliteStore({ path: join(dir, 'h.db'), clock });
+    await store.init({ slotCount: SLOTS });
+    drains.length = 0;
+    holdDrain = undefined;
+  });
+
+  afterEach(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  context('when a second node joins', () => {
+    it('hands over half the slots: the first drains and releases them, the second takes them at the next epoch', async () => {
+      const a = keeper('node-a');
+      const b = keeper('node-b');
+      await a.renew();
+      expect(slots(a)).to.have.length(SLOTS);
+      await b.renew();
+      expect(slots(b), 'nothing is taken from a live holder').to.deep.equal([]);
+
+      clock.advance(HEARTBEAT_MS);
+      await a.renew();
+      await settle();
+      expect(drains).to.have.length(1);
+      expect(slots(a)).to.have.length(SLOTS / 2);
+      await b.renew();
+      expect(slots(b)).to.deep.equal(drains[0]?.slots);
+      expect(new Set([...slots(a), ...slots(b)]).size).to.equal(SLOTS);
+      expect(b.held.every((lease) => lease.epoch === 2)).to.equal(true);
+      expect(a.liveNodes).to.deep.equal(['node-a', 'node-b']);
+    });
+
+    it('keeps renewing a slot until its drain is over, and releases it only then', async () => {
+      const a = keeper('node-a');
+      const b = keeper('node-b');
+      await a.renew();
+      await b.renew();
+      let finishDrain!: () => void;
+      holdDrain = new Promise((resolve) => {
+        finishDrain = resolve;
+      });
+      await a.renew();
+      expect(a.draining).to.have.length(SLOTS / 2);
+      clock.advance(LEASE_MS - 1);
+      await a.renew(); // still draining: renewed, not released
+      clock.advance(HEARTBEAT_MS);
+      await b.renew();
+      expect(slots(b), 'the draining slots are still renewed by their holder').to.deep.equal([]);
+      finishDrain();
+      await settle();
+      expect(a.draining).to.deep.equal([]);
+      await b.renew();
+      expect(slots(b)).to.have.length(SLOTS / 2);
+    });
+  });
+
+  context('when a node dies', () => {
+    it('has its slots owned again at the first heartbeat after its lease period', async () => {
+      const a = keeper('node-a');
+      const b = keeper('node-b');
+      await a.renew();
+      await b.renew();
+      await a.renew();
+      await settle();
+      await b.renew();
+      const lastHeartbeatOfB = clock.now();
+      expect(slots(b)).to.have.length(SLOTS / 2);
+
+      // b stops (killed): a goes on heartbeating.
+      clock.advanceTo(lastHeartbeatOfB + LEASE_MS - 1);
+      await a.renew();
+      expect(slots(a)).to.have.length(SLOTS / 2);
+      clock.advanceTo(lastHeartbeatOfB + LEASE_MS);
+      await a.renew();
+      expect(slots(a)).to.have.length(SLOTS);
+      const taken = a.held.filter((lease) => lease.epoch === 3);
+      expect(taken, 'taken over from the dead node at the next epoch').to.have.length(SLOTS / 2);
+    });
+  });
+
+  context('when a node is paused past its lease and then resumes', () => {
+    it('stops believing it owns its slots as soon as they expire, before it even runs again, and gets a fair share back later', async () => {
+      const a = keeper('node-a');
+      const b = keeper('node-b');
+      await a.renew();
+      await b.renew();
+      await a.renew();
+      await settle();
+      await b.renew();
+      const bSlots = slots(b);
+
+      clock.advance(LEASE_MS + HEARTBEAT_MS); // b is stopped meanwhile
+      expect(b.held, 'b no longer believes it owns anything').to.deep.equal([]);
+      await a.renew();
+      expect(slots(a)).to.have.length(SLOTS);
+      for (const slot of bSlots) expect(slots(a)).to.include(slot);
+
+      await b.renew(); // b resumes: a holds everything, so b takes nothing yet
+      expect(slots(b)).to.deep.equal([]);
+      clock.advance(HEARTBEAT_MS);
+      await a.renew(); // a sees b alive again and hands over
+      await settle();
+      await b.renew();
+      expect(slots(b)).to.have.length(SLOTS / 2);
+      expect(new Set([...slots(a), ...slots(b)]).size).to.equal(SLOTS);
+    });
+  });
+
+  context('when a node leaves gracefully', () => {
+    it('releases its slots and leaves the cluster so the others take them at their next heartbeat', async () => {
+      const a = keeper('node-a');
+      const b = keeper('node-b');
+      await a.renew();
+      await b.renew();
+      await a.renew();
+      await settle();
+      await b.renew();
+      await b.close();
+      expect((await store.listNodes(0)).map((n) => n.id)).to.deep.equal(['node-a']);
+      await a.renew();
+      expect(slots(a)).to.have.length(SLOTS);
+    });
+  });
+});
