@@ -14,7 +14,7 @@ import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { OutboxEvent } from '../model.ts';
-import { ensureSchema } from '../store/sqlite/schema.ts';
+import { ensureSchema, eventFromRow, type EventRow } from '../store/sqlite/schema.ts';
 import { validateEventInput } from './validate-event.ts';
 import type { EventInput, ValidEventInput } from './validate-event.ts';
 
@@ -32,15 +32,6 @@ const DEFAULTS = Object.freeze({
   clock: systemClock,
   maxPayloadBytes: 256 * 1024,
 } satisfies Required<PublishOptions>);
-
-interface EventRow {
-  id: string;
-  tenant_id: string;
-  type: string;
-  payload: string;
-  created_at: number;
-  endpoint_id: string | null;
-}
 
 function prepareStatements(db: BetterSqlite3.Database) {
   return {
@@ -126,15 +117,4 @@ function publishOne(s: Statements, input: ValidEventInput, clock: Clock): Outbox
   };
   s.insertEvent.run(row);
   return eventFromRow(row);
-}
-
-function eventFromRow(row: EventRow): OutboxEvent {
-  return {
-    id: row.id,
-    tenantId: row.tenant_id,
-    type: row.type,
-    payload: row.payload,
-    createdAt: row.created_at,
-    endpointId: row.endpoint_id,
-  };
 }

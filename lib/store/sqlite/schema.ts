@@ -7,6 +7,7 @@
  * {@link ensureSchema} at any time; the first one to get there creates the
  * tables and the others find them.
  */
+import type { OutboxEvent } from '../../model.ts';
 import type BetterSqlite3 from 'better-sqlite3';
 
 /** Bumped when a migration is needed; stored in `meta` under `schema_version`. */
@@ -165,4 +166,25 @@ function hasTables(db: BetterSqlite3.Database): boolean {
     .pluck()
     .get(...TABLES);
   return found === TABLES.length;
+}
+
+/** A row of `events`, as both the store and the producer read it. */
+export interface EventRow {
+  id: string;
+  tenant_id: string;
+  type: string;
+  payload: string;
+  created_at: number;
+  endpoint_id: string | null;
+}
+
+export function eventFromRow(row: EventRow): OutboxEvent {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    type: row.type,
+    payload: row.payload,
+    createdAt: row.created_at,
+    endpointId: row.endpoint_id,
+  };
 }

@@ -47,7 +47,7 @@ import type {
   Store,
   NodeRecord,
 } from '../port.ts';
-import { ensureSchema, TERMINAL_STATUSES_SQL } from './schema.ts';
+import { ensureSchema, eventFromRow, TERMINAL_STATUSES_SQL, type EventRow } from './schema.ts';
 
 export interface SqliteStoreOptions {
   /** The database file; its folder is created if missing. `:memory:` works for a single connection. */
@@ -93,16 +93,6 @@ interface EndpointRow {
   secrets: string;
   created_at: number;
   updated_at: number;
-}
-
-interface EventRow {
-  id: string;
-  tenant_id: string;
-  type: string;
-  payload: string;
-  created_at: number;
-  endpoint_id: string | null;
-  fanned_out_at: number | null;
 }
 
 interface DeliveryRow {
@@ -985,17 +975,6 @@ function endpointFromRow(row: EndpointRow): Endpoint {
     secrets: JSON.parse(row.secrets) as Endpoint['secrets'],
     createdAt: row.created_at,
     updatedAt: row.updated_at,
-  };
-}
-
-function eventFromRow(row: EventRow): OutboxEvent {
-  return {
-    id: row.id,
-    tenantId: row.tenant_id,
-    type: row.type,
-    payload: row.payload,
-    createdAt: row.created_at,
-    endpointId: row.endpoint_id,
   };
 }
 
