@@ -339,11 +339,13 @@ export class Herald {
           continue;
         }
       }
-      if (!(await this.#store.tenantExists(valid.tenantId))) throw new NotFoundError('tenant', valid.tenantId, 'tenantId');
+      // In a list, the field names the item: `[3].tenantId`.
+      const at = inputs.length > 1 ? `[${i}].` : '';
+      if (!(await this.#store.tenantExists(valid.tenantId))) throw new NotFoundError('tenant', valid.tenantId, `${at}tenantId`);
       if (valid.endpointId !== undefined) {
         const target = await this.#store.getEndpoint(valid.endpointId);
         if (target === undefined || target.tenantId !== valid.tenantId) {
-          throw new NotFoundError('endpoint', valid.endpointId, 'endpointId');
+          throw new NotFoundError('endpoint', valid.endpointId, `${at}endpointId`);
         }
       }
       const event: OutboxEvent = {
@@ -394,8 +396,9 @@ export class Herald {
   /** Replays one dead letter: same event id, a new round of attempts. */
   async replayDeadLetter(id: string): Promise<void> {
     const deadLetter = await this.getDeadLetter(id);
-    if (deadLetter.replayedAt !== null) throw new ConflictError(`deadLetterId: '${id}' was replayed already`);
-    await this.#store.replayDeadLetters({ ids: [id] }, this.#clock.now());
+    const replayed = deadLetter.replayedAt === null ? await this.#store.replayDeadLetters({ ids: [id] }, this.#clock.now()) : [];
+    // Checked on what the store did, so two replays racing each other cannot both succeed.
+    if (replayed.length === 0) throw new ConflictError(`deadLetterId: '${id}' was replayed already`);
     this.#supervisor.signal();
   }
 
