@@ -56,6 +56,9 @@ export interface ActorDeps {
   disable(endpointId: string, reason: string): Promise<void>;
 }
 
+/** How long a delivery waits when it could not be signed (a fault on our side). */
+const SIGNING_RETRY_MS = 60_000;
+
 /** Jobs queued or running beyond this multiple of the concurrency are not claimed for. */
 const MAILBOX_DEPTH_PER_SLOT = 2;
 
@@ -185,7 +188,14 @@ export class EndpointActor {
     let sent: SendResult | undefined;
     const startedAt = clock.now();
     try {
-      const headers = await this.#deps.sign(job, endpoint, Math.floor(startedAt / 1000));
+      let headers: Record<string, string>;
+      try {
+        headers = await this.#deps.sign(job, endpoint, Math.floor(startedAt / 1000));
+      } catch (error) {
+        // Our failure, not the endpoint's: no attempt is spent; try again a little later.
+        this.#deps.emit('failure', { where: `signing for ${endpoint.id}`, error });
+        return await this.#release(job, clock.now() + SIGNING_RETRY_MS, 'signing failed');
+      }
       const send = async (): Promise<Outcome> => {
         sent = await this.#deps.send({ url: endpoint.url, headers, body: job.event.payload, timeoutMs: endpoint.timeoutMs });
         return sent.outcome;

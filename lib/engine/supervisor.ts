@@ -21,7 +21,7 @@
 import type { Clock } from '../clock.ts';
 import { slotOf } from '../ids.ts';
 import type { DeliveryJob, Endpoint } from '../model.ts';
-import type { Store } from '../store/port.ts';
+import type { Settlement, Store } from '../store/port.ts';
 import { EndpointActor, type ActorDeps, type WakeTimers } from './actor.ts';
 import type { BreakerFamily } from './breaker.ts';
 import type { EmitEngineEvent } from './engine-events.ts';
@@ -63,6 +63,8 @@ export class Supervisor {
   readonly #deps: SupervisorDeps;
   readonly #actors = new Map<string, EndpointActor>();
   readonly #draining = new Set<number>();
+  /** Settles waiting to be retried after a store failure: woken at the next pump. */
+  readonly #nextPump: Array<() => void> = [];
   #unwatch: (() => void) | undefined;
   #sweep: { cancel(): void } | undefined;
   #pumping: Promise<void> | undefined;
@@ -136,6 +138,7 @@ export class Supervisor {
 
   async close(): Promise<void> {
     this.#closed = true;
+    for (const wake of this.#nextPump.splice(0)) wake();
     this.#unwatch?.();
     this.#sweep?.cancel();
     await this.settled();
@@ -147,6 +150,7 @@ export class Supervisor {
   async #pump(): Promise<void> {
     do {
       this.#again = false;
+      for (const wake of this.#nextPump.splice(0)) wake();
       try {
         await this.#fanOut();
         await this.#claim();
@@ -237,17 +241,34 @@ export class Supervisor {
       ...this.#deps.actor,
       breaker,
       timers,
-      settle: async (settlement) => {
+      settle: (settlement) => this.#settleDurably(settlement),
+    });
+    this.#actors.set(endpointId, actor);
+    return actor;
+  }
+
+  /**
+   * Writes a settlement, retrying at every pump while the store fails: an
+   * attempt's result is never dropped, or its delivery would stay in flight
+   * under this node's lease. Resolves false if the node closes first (the
+   * delivery is then claimed again by the slot's next holder).
+   */
+  async #settleDurably(settlement: Settlement): Promise<boolean> {
+    for (;;) {
+      try {
         const result = await this.#deps.store.settle([settlement], this.#deps.clock.now());
         const applied = result.fenced.length === 0;
         if (!applied) this.#deps.onFenced(settlement.deliveryId);
         // A finished attempt frees room in the mailbox: look for more work.
         this.signal();
         return applied;
-      },
-    });
-    this.#actors.set(endpointId, actor);
-    return actor;
+      } catch (error) {
+        this.#deps.emit('failure', { where: `settle ${settlement.deliveryId}`, error });
+        if (this.#closed) return false;
+        await new Promise<void>((resolve) => this.#nextPump.push(resolve));
+        if (this.#closed) return false;
+      }
+    }
   }
 
   async #closeActorsIn(inSlot: (slot: number) => boolean): Promise<void> {
