@@ -97,9 +97,19 @@ export class Herald {
 
   static async open(config: HeraldConfig, deps: HeraldDeps = {}): Promise<Herald> {
     const clock = deps.clock ?? systemClock;
-    const store = deps.store ?? openStore(config.store, { clock, pollIntervalMs: config.engine.pollIntervalMs });
+    let herald: Herald | undefined;
+    const store =
+      deps.store ??
+      openStore(config.store, {
+        clock,
+        pollIntervalMs: config.engine.pollIntervalMs,
+        retentionMs: config.retention.keepMs,
+        // The MongoDB change feed reports its restarts; they become engine events (log, metrics).
+        onChangeFeedRestart: (restart) => herald?.events.emit('feedRestart', { reason: restart.reason }),
+      });
     const { slotCount } = await store.init({ slotCount: config.engine.slotCount });
-    return new Herald(config, store, slotCount, clock, deps.random ?? systemRandom);
+    herald = new Herald(config, store, slotCount, clock, deps.random ?? systemRandom);
+    return herald;
   }
 
   private constructor(config: HeraldConfig, store: Store, slotCount: number, clock: Clock, random: Random) {

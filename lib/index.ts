@@ -4,6 +4,9 @@
  */
 export { Herald, type EndpointView, type HeraldDeps, type StatusSnapshot } from './herald.ts';
 export { publish } from './producer/sqlite-publish.ts';
+export { publish as publishMongo, type MongoPublishOptions, type MongoOutbox } from './producer/mongo-publish.ts';
+export { MongoStore, type MongoStoreOptions } from './store/mongo/mongo-store.ts';
+export type { ChangeFeedRestart, ChangeFeedRestartReason } from './store/mongo/change-feed.ts';
 export type { EventInput } from './producer/validate-event.ts';
 export { verify, WebhookVerificationError } from './signing/verify.ts';
 export { resolveConfig, readConfigFile, configFromEnv, type HeraldConfig, type ConfigOverrides } from './config/config.ts';

@@ -1,25 +1,143 @@
 /**
- * Logs: pino, JSON lines with scoped fields (endpointId, eventId, deliveryId,
- * attempt). Secrets and signatures are never passed to the logger; URLs are
- * logged without their query string, which may carry tokens.
+ * Logs: pino, JSON lines by default and short human-readable lines on a
+ * terminal (`logFormat`), with scoped fields (endpointId, eventId,
+ * deliveryId, attempt).
+ *
+ * Secrets and signatures are never written: fields named like secrets,
+ * tokens, authorization or `webhook-signature` are censored, and any text
+ * (message, error, field) is scrubbed of `whsec_…` secrets, `v1,…`
+ * signatures, bearer tokens and URL query strings (which may carry tokens).
  */
-import { pino, type Logger } from 'pino';
-import type { LogLevel } from './config/config.ts';
-import type { Herald } from './herald.ts';
+import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino';
+import { isoTime } from './clock.ts';
+import type { LogFormat, LogLevel } from './config/config.ts';
+import type { EngineEvents } from './engine/engine-events.ts';
+import type { EventEmitter } from 'node:events';
+import type { OperatorWebhookEvents } from './status/operator-webhook.ts';
 
-export function createLogger(level: LogLevel): Logger {
-  return pino({ level, base: { service: 'herald' } });
+export interface LoggerOptions {
+  /** @default 'auto' (pretty when `destination` is stdout on a terminal) */
+  readonly format?: LogFormat;
+  /** Where lines go. @default process.stdout */
+  readonly destination?: NodeJS.WritableStream & { readonly isTTY?: boolean };
+}
+
+const CENSOR = '[redacted]';
+
+/** Field paths pino censors wherever a caller passes them. */
+const REDACT_PATHS = [
+  'secret',
+  'secrets',
+  'token',
+  'adminToken',
+  'authorization',
+  'signature',
+  '*.secret',
+  '*.secrets',
+  '*.token',
+  '*.adminToken',
+  '*.authorization',
+  '*.signature',
+  'headers["webhook-signature"]',
+  '*.headers["webhook-signature"]',
+  'headers.authorization',
+  '*.headers.authorization',
+];
+
+const SCRUBS: ReadonlyArray<readonly [RegExp, string]> = [
+  [/whsec_[A-Za-z0-9+/=]+/g, `whsec_${CENSOR}`],
+  [/\bv1,[A-Za-z0-9+/=]{16,}/g, `v1,${CENSOR}`],
+  [/\b(Bearer\s+)[^\s"',]+/gi, `$1${CENSOR}`],
+  [/(\bhttps?:\/\/[^\s?#"']+)\?[^\s#"']*/g, `$1?${CENSOR}`],
+];
+
+/** The text with secrets, signatures, bearer tokens and URL queries censored. */
+export function scrubText(text: string): string {
+  let out = text;
+  for (const [pattern, replacement] of SCRUBS) out = out.replace(pattern, replacement);
+  return out;
+}
+
+function scrubValue(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return scrubText(value);
+  if (depth > 4 || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((v) => scrubValue(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value)) out[key] = scrubValue(inner, depth + 1);
+  return out;
+}
+
+export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logger {
+  const destination = options.destination ?? process.stdout;
+  const format = options.format ?? 'auto';
+  const pretty = format === 'pretty' || (format === 'auto' && destination.isTTY === true);
+  const stream: DestinationStream = pretty ? prettyStream(destination) : (destination as DestinationStream);
+  return pino(
+    {
+      level,
+      base: { service: 'herald' },
+      redact: { paths: REDACT_PATHS, censor: CENSOR },
+      serializers: { err: (error: Error) => scrubValue(stdSerializers.err(error)) },
+      formatters: { log: (object) => scrubValue(object) as Record<string, unknown> },
+      hooks: {
+        logMethod(args, method) {
+          method.apply(this, args.map((arg) => (typeof arg === 'string' ? scrubText(arg) : arg)) as Parameters<typeof method>);
+        },
+      },
+    },
+    stream,
+  );
+}
+
+const LEVEL_NAMES: Readonly<Record<number, string>> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+const OMITTED = new Set(['level', 'time', 'msg', 'pid', 'hostname', 'service']);
+
+/** A tiny pretty-printer: `12:00:01.234 WARN  message key=value …` (no pino-pretty needed). */
+function prettyStream(out: NodeJS.WritableStream): DestinationStream {
+  return {
+    write(line: string): void {
+      let record: Record<string, unknown>;
+      try {
+        record = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        out.write(line);
+        return;
+      }
+      const time = typeof record.time === 'number' ? isoTime(record.time).slice(11, 23) : '';
+      const level = (LEVEL_NAMES[record.level as number] ?? String(record.level)).padEnd(5);
+      const fields = Object.entries(record)
+        .filter(([key]) => !OMITTED.has(key))
+        .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`)
+        .join(' ');
+      out.write(`${time} ${level} ${String(record.msg ?? '')}${fields === '' ? '' : `  ${fields}`}\n`);
+    },
+  };
 }
 
 /** Logs the engine's events: failures and operational events at warn, attempts at info or debug. */
-export function logEngineEvents(herald: Herald, logger: Logger): void {
+export function logEngineEvents(herald: { readonly events: EventEmitter<EngineEvents> }, logger: Logger): void {
+  const log = logger.child({ component: 'engine' });
   herald.events.on('attempt', (e) => {
     const fields = { endpointId: e.endpointId, eventId: e.eventId, deliveryId: e.deliveryId, attempt: e.attempt, durationMs: e.durationMs };
-    if (e.settlement.kind === 'delivered') logger.debug(fields, e.summary);
-    else logger.info(fields, e.summary);
+    if (!e.applied) log.warn(fields, `settle refused (fenced): the slot's lease moved on; the new owner delivers it (${e.summary})`);
+    else if (e.settlement.kind === 'delivered') log.debug(fields, e.summary);
+    else log.info(fields, e.summary);
   });
-  herald.events.on('breaker', (e) => logger.warn({ endpointId: e.endpointId, probeAt: e.probeAt }, `breaker ${e.state}`));
-  herald.events.on('paused', (e) => logger.warn({ endpointId: e.endpointId, until: e.until }, 'mailbox paused by 429'));
-  herald.events.on('operational', (e) => logger.warn({ endpointId: e.endpointId, tenantId: e.tenantId, deliveryId: e.deliveryId, operational: e.type }, `${e.type}: ${e.detail}`));
-  herald.events.on('failure', (e) => logger.error({ where: e.where, err: e.error }, 'engine failure'));
+  herald.events.on('breaker', (e) => log.warn({ endpointId: e.endpointId, probeAt: e.probeAt }, `breaker ${e.state}`));
+  herald.events.on('paused', (e) => log.warn({ endpointId: e.endpointId, until: e.until }, 'mailbox paused by 429'));
+  herald.events.on('operational', (e) =>
+    log.warn({ endpointId: e.endpointId, tenantId: e.tenantId, deliveryId: e.deliveryId, operational: e.type }, `${e.type}: ${e.detail}`),
+  );
+  herald.events.on('feedRestart', (e) => log.warn({ reason: e.reason }, 'change feed restarted'));
+  herald.events.on('failure', (e) => log.error({ where: e.where, err: e.error }, 'engine failure'));
+}
+
+/** Logs what the operator webhook could not deliver. */
+export function logOperatorWebhook(webhook: EventEmitter<OperatorWebhookEvents>, logger: Logger): void {
+  const log = logger.child({ component: 'operator-webhook' });
+  webhook.on('retrying', (e) => log.debug({ messageId: e.message.id, operational: e.message.type, attempt: e.attempt }, `retrying: ${e.error}`));
+  webhook.on('failed', (e) =>
+    log.warn({ messageId: e.message.id, operational: e.message.type, attempts: e.attempts }, `operator webhook failed: ${e.error}`),
+  );
+  webhook.on('dropped', (e) => log.warn({ messageId: e.message.id, operational: e.message.type }, 'operator webhook queue full: dropped'));
 }

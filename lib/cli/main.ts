@@ -1,127 +1,82 @@
 /**
- * `herald start`: starts one Herald node with its status port.
+ * The `herald` command: `start` runs a node; the ops commands (`endpoints`,
+ * `publish`, `deliveries`, `dlq`, `status`) talk to a running node's admin
+ * API. Each command group lives in its own module.
  *
- * Flags override the environment, which overrides `--config`, which overrides
- * `config/default.json`. SIGINT/SIGTERM shut down in order (see lib/herald.ts)
- * and exit 0.
+ * Exit codes: 0 done, 1 failed (API error, unreachable, bad configuration),
+ * 2 bad usage (unknown command or flag, missing argument).
  */
-import { parseArgs } from 'node:util';
-import { configFromEnv, readConfigFile, resolveConfig, type ConfigOverrides, type LogLevel } from '../config/config.ts';
-import { ConfigError, isHeraldError } from '../errors.ts';
-import { Herald } from '../herald.ts';
-import { createLogger, logEngineEvents } from '../logging.ts';
-import { resolveAdminToken } from '../status/admin-token.ts';
-import { StatusServer } from '../status/status-server.ts';
-import { redactUri } from '../store/open-store.ts';
+import { isHeraldError } from '../errors.ts';
+import { ApiError, CONNECTION_HELP, UsageError, type CliIo } from './cli-io.ts';
+import { DELIVERIES_USAGE, DLQ_USAGE, ENDPOINTS_USAGE, PUBLISH_USAGE, START_USAGE, STATUS_USAGE } from './usage.ts';
 
-const USAGE = `Usage: herald start [options]
+type Command = (args: readonly string[], io: CliIo) => Promise<number>;
 
-Options:
-  --config <file>          JSON file overriding config/default.json
-  --store <setting>        sqlite:<path>                (HERALD_STORE)
-  --port <n>               status port                  (HERALD_PORT)
-  --host <address>         address to bind              (HERALD_HOST)
-  --data-dir <dir>         where the admin token is kept (HERALD_DATA_DIR)
-  --allow-networks <cidrs> comma-separated CIDRs the sender may reach (HERALD_ALLOW_NETWORKS)
-  --log-level <level>      fatal|error|warn|info|debug|trace|silent (HERALD_LOG_LEVEL)
-  -h, --help               this text`;
+/** Each command's module is loaded only when it runs: the ops commands never load the engine. */
+const COMMANDS: Readonly<Record<string, { load: () => Promise<Command>; usage: string }>> = {
+  start: { load: async () => (await import('./start-command.ts')).runStart, usage: START_USAGE },
+  endpoints: { load: async () => (await import('./endpoints-command.ts')).runEndpoints, usage: ENDPOINTS_USAGE },
+  publish: { load: async () => (await import('./publish-command.ts')).runPublish, usage: PUBLISH_USAGE },
+  deliveries: { load: async () => (await import('./deliveries-command.ts')).runDeliveries, usage: DELIVERIES_USAGE },
+  dlq: { load: async () => (await import('./dlq-command.ts')).runDlq, usage: DLQ_USAGE },
+  status: { load: async () => (await import('./status-command.ts')).runStatus, usage: STATUS_USAGE },
+};
 
-/** The flags of `herald start`; throws a TypeError (ERR_PARSE_ARGS_*) on an unknown or malformed flag. */
-function parseStartArgs(args: readonly string[]) {
-  return parseArgs({
-    args: [...args],
-    options: {
-      config: { type: 'string' },
-      store: { type: 'string' },
-      port: { type: 'string' },
-      host: { type: 'string' },
-      'data-dir': { type: 'string' },
-      'allow-networks': { type: 'string' },
-      'log-level': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-  });
-}
+const USAGE = `${START_USAGE}
 
-export async function main(argv: readonly string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === undefined || command === '-h' || command === '--help') {
-    process.stdout.write(`${USAGE}\n`);
-    return command === undefined ? 2 : 0;
+Operations (against a running node's admin API; \`herald <command> --help\` for details):
+  herald endpoints add|list|show|enable|disable|rotate-secret
+  herald publish --tenant <id> --type <type> --payload <json>
+  herald deliveries [--endpoint <id>] [--since 7d] …
+  herald dlq list | dlq replay [--id <id> | --endpoint <id> --since <time> --until <time>] [--dry-run]
+  herald status
+
+${CONNECTION_HELP}`;
+
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '-h' || name === '--help' || name === 'help') {
+    io.stdout.write(`${USAGE}\n`);
+    return name === undefined ? 2 : 0;
   }
-  if (command !== 'start') {
-    process.stderr.write(`herald: unknown command '${command}'\n${USAGE}\n`);
+  const command = COMMANDS[name];
+  if (command === undefined) {
+    io.stderr.write(`herald: unknown command '${name}'\n${USAGE}\n`);
     return 2;
   }
-  let parsed: ReturnType<typeof parseStartArgs>;
   try {
-    parsed = parseStartArgs(rest);
+    return await (await command.load())(rest, io);
   } catch (error) {
-    // An unknown or malformed flag is a usage error, like an unknown command.
-    process.stderr.write(`herald: ${(error as Error).message}\n${USAGE}\n`);
-    return 2;
-  }
-  const { values } = parsed;
-  if (values.help === true) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  const flags: ConfigOverrides = {};
-  if (values.store !== undefined) flags.store = values.store;
-  if (values.port !== undefined) flags.port = /^\d+$/.test(values.port) ? Number(values.port) : (values.port as unknown as number);
-  if (values.host !== undefined) flags.host = values.host;
-  if (values['data-dir'] !== undefined) flags.dataDir = values['data-dir'];
-  if (values['allow-networks'] !== undefined) flags.allowNetworks = values['allow-networks'].split(',').map((s) => s.trim()).filter(Boolean);
-  if (values['log-level'] !== undefined) flags.logLevel = values['log-level'] as LogLevel;
-
-  const config = resolveConfig(values.config === undefined ? {} : readConfigFile(values.config), configFromEnv(process.env), flags);
-  const logger = createLogger(config.logLevel);
-  const admin = resolveAdminToken(config.adminToken, config.dataDir);
-  // Listen for the signals before anything starts: a SIGTERM that arrives during
-  // start-up or just after the banner still shuts down in order and exits 0.
-  const stopped = new Promise<string>((resolve) => {
-    process.once('SIGINT', () => resolve('SIGINT'));
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-  });
-  const herald = await Herald.open(config);
-  logEngineEvents(herald, logger);
-  const server = new StatusServer(herald, { host: config.host, port: config.port, adminToken: admin.token });
-  let url: string;
-  try {
-    url = await server.listen();
-  } catch (error) {
-    await herald.close();
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
-      throw new ConfigError('port', config.port, `cannot be bound on ${config.host} (${code})`);
+    if (error instanceof UsageError) {
+      io.stderr.write(`herald: ${error.message}\n${command.usage}\n`);
+      return 2;
+    }
+    if (error instanceof ApiError || isHeraldError(error)) {
+      io.stderr.write(`herald: ${error.message}\n`);
+      return 1;
     }
     throw error;
   }
-  await herald.start();
-
-  const tokenLine =
-    admin.source === 'config' ? 'Admin token: from HERALD_ADMIN_TOKEN / config' : `Admin token: ${admin.token}  (kept in ${admin.path})`;
-  process.stdout.write(
-    [
-      `Herald ${herald.nodeId} listening on ${url}  (store ${redactUri(config.store)})`,
-      tokenLine,
-      `Try: curl -H "Authorization: Bearer <token>" ${url}/v1/status`,
-      '',
-    ].join('\n'),
-  );
-
-  logger.info({ signal: await stopped }, 'shutting down');
-  await server.close();
-  await herald.close();
-  return 0;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+const processIo: CliIo = {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+  async readStdin() {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin as AsyncIterable<Buffer>) chunks.push(chunk);
+    return Buffer.concat(chunks).toString('utf8');
+  },
+};
+
+main(process.argv.slice(2), processIo).then(
+  (code) => {
+    // Let stdout drain before exiting (a pipe may still hold a large --json answer).
+    process.stdout.write('', () => process.exit(code));
+  },
   (error: unknown) => {
-    if (isHeraldError(error)) process.stderr.write(`herald: ${error.message}\n`);
-    else process.stderr.write(`herald: ${(error as Error)?.stack ?? String(error)}\n`);
+    process.stderr.write(`herald: ${(error as Error)?.stack ?? String(error)}\n`);
     process.exit(1);
   },
 );

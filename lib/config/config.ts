@@ -13,10 +13,13 @@ import { RETRY_PRESETS } from '../policy/retry-schedule.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+/** `auto`: human-readable lines on a terminal, JSON lines otherwise. */
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 export type RetryPresetName = keyof typeof RETRY_PRESETS;
 
 export interface HeraldConfig {
-  /** `sqlite:<path>` (or a `mongodb://` URI once that store lands). */
+  /** `sqlite:<path>`, a `mongodb://` / `mongodb+srv://` URI (a replica set), or `mongodb-memory-server`. */
   readonly store: string;
   /** Where the admin token is kept when generated. */
   readonly dataDir: string;
@@ -27,6 +30,7 @@ export interface HeraldConfig {
   /** CIDRs the sender may reach despite the SSRF guard. */
   readonly allowNetworks: readonly string[];
   readonly logLevel: LogLevel;
+  readonly logFormat: LogFormat;
   readonly delivery: {
     /** Default per-endpoint request timeout (1–30 s). */
     readonly timeoutMs: number;
@@ -69,6 +73,15 @@ export interface HeraldConfig {
   readonly retention: {
     readonly keepMs: number;
     readonly purgeIntervalMs: number;
+  };
+  /** The operator webhook: operational events POSTed, signed, to one URL (off while `webhookUrl` is null). */
+  readonly operator: {
+    readonly webhookUrl: string | null;
+    /** `whsec_` secret signing them; required with `webhookUrl`. */
+    readonly secret: string | null;
+    readonly maxAttempts: number;
+    readonly backoffMs: number;
+    readonly timeoutMs: number;
   };
 }
 
@@ -119,6 +132,9 @@ const NUMBER_RULES: Readonly<Record<string, Rule>> = {
   'engine.renewIntervalMs': { min: 10, max: 5 * 60 * SECOND },
   'retention.keepMs': { min: SECOND, max: 3650 * DAY },
   'retention.purgeIntervalMs': { min: SECOND, max: DAY },
+  'operator.maxAttempts': { min: 1, max: 20 },
+  'operator.backoffMs': { min: 10, max: 10 * 60 * SECOND },
+  'operator.timeoutMs': { min: 100, max: 60 * SECOND },
 };
 
 /** Reads `config/default.json`: every key with its default. */
@@ -153,6 +169,11 @@ export function configFromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
   if (env.HERALD_ADMIN_TOKEN) out.adminToken = env.HERALD_ADMIN_TOKEN;
   if (env.HERALD_ALLOW_NETWORKS !== undefined) out.allowNetworks = listFrom(env.HERALD_ALLOW_NETWORKS);
   if (env.HERALD_LOG_LEVEL) out.logLevel = env.HERALD_LOG_LEVEL as LogLevel;
+  if (env.HERALD_LOG_FORMAT) out.logFormat = env.HERALD_LOG_FORMAT as LogFormat;
+  const operator: { webhookUrl?: string; secret?: string } = {};
+  if (env.HERALD_OPERATOR_WEBHOOK_URL) operator.webhookUrl = env.HERALD_OPERATOR_WEBHOOK_URL;
+  if (env.HERALD_OPERATOR_SECRET) operator.secret = env.HERALD_OPERATOR_SECRET;
+  if (Object.keys(operator).length > 0) out.operator = operator;
   return out;
 }
 
@@ -171,7 +192,7 @@ export function validateConfig(raw: unknown): HeraldConfig {
 
   const store = raw.store;
   if (typeof store !== 'string' || !(store.startsWith('sqlite:') || store.startsWith('mongodb'))) {
-    throw new ConfigError('store', store, 'must be sqlite:<path> or a mongodb:// URI');
+    throw new ConfigError('store', store, 'must be sqlite:<path>, a mongodb:// (or mongodb+srv://) URI, or mongodb-memory-server');
   }
   if (store.startsWith('sqlite:') && store.length === 'sqlite:'.length) {
     throw new ConfigError('store', store, 'must name a file after sqlite:');
@@ -187,6 +208,10 @@ export function validateConfig(raw: unknown): HeraldConfig {
   if (!LOG_LEVELS.includes(raw.logLevel as LogLevel)) {
     throw new ConfigError('logLevel', raw.logLevel, `must be one of ${LOG_LEVELS.join(', ')}`);
   }
+  if (!LOG_FORMATS.includes(raw.logFormat as LogFormat)) {
+    throw new ConfigError('logFormat', raw.logFormat, `must be one of ${LOG_FORMATS.join(', ')}`);
+  }
+  validateOperator(raw.operator as Record<string, unknown>);
   const delivery = raw.delivery as Record<string, unknown>;
   if (typeof delivery.retry !== 'string' || !Object.hasOwn(RETRY_PRESETS, delivery.retry)) {
     throw new ConfigError('delivery.retry', delivery.retry, `must be one of ${Object.keys(RETRY_PRESETS).join(', ')}`);
@@ -202,6 +227,27 @@ export function validateConfig(raw: unknown): HeraldConfig {
     throw new ConfigError('engine.renewIntervalMs', engine.renewIntervalMs, 'must be at most half of engine.leaseMs');
   }
   return deepFreeze(raw) as unknown as HeraldConfig;
+}
+
+function validateOperator(operator: Record<string, unknown>): void {
+  const { webhookUrl, secret } = operator;
+  if (webhookUrl !== null) {
+    let protocol = '';
+    try {
+      protocol = typeof webhookUrl === 'string' ? new URL(webhookUrl).protocol : '';
+    } catch {
+      protocol = '';
+    }
+    if (protocol !== 'http:' && protocol !== 'https:') {
+      throw new ConfigError('operator.webhookUrl', webhookUrl, 'must be null (off) or an http(s) URL');
+    }
+  }
+  if (secret !== null && (typeof secret !== 'string' || !/^whsec_[A-Za-z0-9+/]{16,}={0,2}$/.test(secret))) {
+    throw new ConfigError('operator.secret', '(hidden)', 'must be null or whsec_ followed by base64 (at least 12 bytes)');
+  }
+  if (webhookUrl !== null && secret === null) {
+    throw new ConfigError('operator.secret', null, 'must be set when operator.webhookUrl is (the operator webhook is signed)');
+  }
 }
 
 function checkKeys(raw: Record<string, unknown>, reference: Record<string, unknown>, prefix: string): void {

@@ -1,54 +1,168 @@
 /**
- * The dashboard at `GET /`: one static page that reads the admin API with the
- * token the operator enters (kept in the browser's session storage). No build
- * step; the page is plain HTML and JavaScript.
+ * The dashboard at `GET /`: one static page, plain HTML and JavaScript (no
+ * build step), that reads the admin API with the token the operator enters
+ * once (kept in the browser's session storage, so it goes with the tab).
+ *
+ * It shows this node; the endpoints with their health, breaker state and
+ * failure rate over the last hour; recent failures with their error; the
+ * dead-letter queue with a replay button per item and a bulk "replay since";
+ * and a delivery-log search paged with the API's cursor. It refreshes every
+ * 5 s. Everything the API returns is escaped before it is shown.
  */
 const PAGE = String.raw`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Herald</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
- body{font:14px system-ui,sans-serif;margin:2rem;color:#222}
- table{border-collapse:collapse;margin:.5rem 0 1.5rem}
- td,th{border-bottom:1px solid #ddd;padding:.3rem .6rem;text-align:left;vertical-align:top}
- .bad{color:#b00020}.ok{color:#0a7d2c}code{font-size:12px}
+ [hidden]{display:none!important}
+ :root{--bad:#b00020;--ok:#0a7d2c;--warn:#9a6700;--line:#e3e3e3;--muted:#666}
+ body{font:14px system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
+ header{background:#1f2937;color:#fff;padding:.7rem 1.5rem;display:flex;gap:1.5rem;align-items:center;flex-wrap:wrap}
+ header h1{font-size:1.2rem;margin:0} header .node{font-size:12px;opacity:.85}
+ main{padding:1rem 1.5rem;max-width:1400px}
+ section{background:#fff;border:1px solid var(--line);border-radius:6px;padding:.6rem 1rem;margin:0 0 1rem}
+ h2{font-size:1rem;margin:.3rem 0 .6rem}
+ table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid var(--line);padding:.3rem .5rem;text-align:left;vertical-align:top}
+ th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase}
+ code{font-size:12px} .bad{color:var(--bad)} .ok{color:var(--ok)} .warn{color:var(--warn)} .muted{color:var(--muted)}
+ .pill{display:inline-block;border-radius:9px;padding:0 .5rem;font-size:12px;border:1px solid currentColor}
+ form.inline{display:flex;gap:.5rem;flex-wrap:wrap;align-items:end;margin:.3rem 0 .6rem} label{font-size:12px;color:var(--muted);display:flex;flex-direction:column}
+ input,select,button{font:inherit} button{cursor:pointer}
+ #msg{min-height:1.2em;margin:.2rem 0 .8rem} .empty{color:var(--muted);font-style:italic}
+ .cards{display:flex;gap:1rem;flex-wrap:wrap} .card{min-width:8rem} .card b{display:block;font-size:1.3rem}
 </style></head><body>
-<h1>Herald</h1>
-<form id="login"><label>Admin token <input id="token" type="password" size="40"></label> <button>Use</button></form>
-<p id="msg"></p>
-<h2>Endpoints</h2><table id="endpoints"></table>
-<h2>Dead letters</h2><table id="dead"></table>
+<header><h1>Herald</h1><span class="node" id="node"></span>
+<form id="login" class="inline" style="margin:0"><input id="token" type="password" size="32" placeholder="admin token" aria-label="Admin token"><button>Use token</button></form>
+<button id="logout" hidden>Forget token</button></header>
+<main>
+<p id="msg" role="status"></p>
+<section><h2>This node</h2><div class="cards" id="summary"></div></section>
+<section><h2>Endpoints</h2><table id="endpoints"></table></section>
+<section><h2>Recent failures</h2><table id="failures"></table></section>
+<section><h2>Dead letters</h2>
+<form id="bulk" class="inline"><label>Replay every dead letter since <input id="bulk-since" type="datetime-local" required></label><button>Replay since…</button></form>
+<table id="dead"></table></section>
+<section><h2>Delivery log</h2>
+<form id="search" class="inline">
+ <label>Endpoint <input name="endpointId" size="14"></label><label>Tenant <input name="tenantId" size="10"></label>
+ <label>Event type <input name="eventType" size="14"></label>
+ <label>Status <select name="status"><option value="">any</option><option>pending</option><option>in_flight</option><option>delivered</option><option>dead</option><option>cancelled</option></select></label>
+ <label>Since <input name="since" type="datetime-local"></label><label>Until <input name="until" type="datetime-local"></label>
+ <button>Search</button></form>
+<table id="log"></table><p><button id="more" hidden>Next page</button></p>
+<div id="attempts"></div></section>
+</main>
 <script>
 const $ = (id) => document.getElementById(id);
-const esc = (s) => String(s ?? '').replace(/[&<>"]/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
+const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
+const when = (ms) => ms == null ? '' : new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
+const token = () => sessionStorage.getItem('heraldToken');
+const say = (text, bad) => { $('msg').textContent = text; $('msg').className = bad ? 'bad' : 'ok'; };
+const row = (cells, attrs = '') => '<tr ' + attrs + '>' + cells.map((c) => '<td>' + c + '</td>').join('') + '</tr>';
+const head = (names) => '<tr>' + names.map((n) => '<th>' + esc(n) + '</th>').join('') + '</tr>';
 async function api(path, init = {}) {
-  const res = await fetch(path, { ...init, headers: { authorization: 'Bearer ' + sessionStorage.getItem('heraldToken'), 'content-type': 'application/json' } });
+  const res = await fetch(path, { ...init, headers: { authorization: 'Bearer ' + token(), 'content-type': 'application/json' } });
   const body = res.status === 204 ? null : await res.json();
+  if (res.status === 401) { sessionStorage.removeItem('heraldToken'); showLogin(); }
   if (!res.ok) throw new Error(body?.error?.message ?? res.statusText);
   return body;
 }
+function showLogin() { const has = !!token(); $('login').hidden = has; $('logout').hidden = !has; }
+const breakerClass = { closed: 'ok', 'half-open': 'warn', open: 'bad' };
+
 async function refresh() {
+  if (!token()) { say('Enter the admin token (data/admin-token, or HERALD_ADMIN_TOKEN) to start.'); return; }
   try {
-    const [endpoints, dead, status] = await Promise.all([api('/v1/endpoints'), api('/v1/dead-letters'), api('/v1/status')]);
+    const [endpoints, dead, status, recent] = await Promise.all([
+      api('/v1/endpoints'), api('/v1/dead-letters?limit=100'), api('/v1/status'), api('/v1/deliveries?limit=200')]);
     const actors = new Map(status.actors.map((a) => [a.endpointId, a]));
-    $('endpoints').innerHTML = '<tr><th>id</th><th>tenant</th><th>url</th><th>status</th><th>breaker</th><th>last error</th></tr>' +
-      endpoints.data.map((e) => '<tr><td><code>' + esc(e.id) + '</code></td><td>' + esc(e.tenantId) + '</td><td>' + esc(e.url) +
-        '</td><td class="' + (e.status === 'enabled' ? 'ok' : 'bad') + '">' + esc(e.status) + '</td><td>' + esc(actors.get(e.id)?.breaker ?? 'closed') +
-        '</td><td>' + esc(actors.get(e.id)?.lastError ?? '') + '</td></tr>').join('');
-    $('dead').innerHTML = '<tr><th>when</th><th>endpoint</th><th>event</th><th>reason</th><th></th></tr>' +
-      dead.data.map((d) => '<tr><td>' + new Date(d.createdAt).toISOString() + '</td><td><code>' + esc(d.endpointId) + '</code></td><td>' +
-        esc(d.eventType) + ' <code>' + esc(d.eventId) + '</code></td><td class="bad">' + esc(d.reason) +
-        '</td><td><button data-id="' + esc(d.id) + '">Replay</button></td></tr>').join('');
-    $('msg').textContent = '';
-  } catch (e) { $('msg').textContent = e.message; }
+    const rates = new Map(status.recent.endpoints.map((e) => [e.endpointId, e]));
+    $('node').textContent = status.node + ' · ' + status.slotsOwned + '/' + status.slotCount + ' slots';
+    const d = status.deliveries;
+    $('summary').innerHTML = [['pending', d.pending], ['in flight', status.inFlight], ['delivered', d.delivered], ['dead', d.dead],
+      ['store', status.store.reachable ? 'up' : 'DOWN'], ['fenced writes', status.fencedWrites]]
+      .map(([k, v]) => '<div class="card"><span class="muted">' + esc(k) + '</span><b>' + esc(v ?? 0) + '</b></div>').join('');
+
+    $('endpoints').innerHTML = endpoints.data.length === 0 ? '<tr><td class="empty">No endpoints yet.</td></tr>' :
+      head(['endpoint', 'tenant', 'url', 'health', 'breaker', 'failure rate (1 h)', 'queued', 'last error', '']) +
+      endpoints.data.map((e) => {
+        const a = actors.get(e.id); const r = rates.get(e.id); const breaker = a?.breaker ?? 'closed';
+        const health = e.status === 'disabled' ? '<span class="bad">disabled (' + esc(e.disabledReason) + ')</span>'
+          : e.failingSince != null ? '<span class="warn">failing since ' + esc(when(e.failingSince)) + '</span>' : '<span class="ok">healthy</span>';
+        const rate = r ? Math.round(r.failureRate * 100) + ' % <span class="muted">(' + r.failures + '/' + r.attempts + ')</span>' : '<span class="muted">no attempts</span>';
+        const action = e.status === 'disabled' ? '<button data-enable="' + esc(e.id) + '">Enable</button>' : '';
+        return row(['<code>' + esc(e.id) + '</code>', esc(e.tenantId), esc(e.url), health,
+          '<span class="pill ' + breakerClass[breaker] + '">' + esc(breaker) + '</span>', rate, esc((a?.queued ?? 0) + (a?.running ?? 0)),
+          '<span class="bad">' + esc(a?.lastError ?? r?.lastError ?? '') + '</span>', action], 'data-endpoint="' + esc(e.id) + '"');
+      }).join('');
+
+    const failures = recent.data.filter((x) => x.lastError != null && x.status !== 'delivered').slice(0, 20);
+    $('failures').innerHTML = failures.length === 0 ? '<tr><td class="empty">No recent failures.</td></tr>' :
+      head(['created', 'endpoint', 'event type', 'status', 'attempts', 'next attempt', 'error']) +
+      failures.map((x) => row([esc(when(x.createdAt)), '<code>' + esc(x.endpointId) + '</code>', esc(x.eventType), esc(x.status), esc(x.attempts),
+        x.status === 'pending' ? esc(when(x.nextAttemptAt)) : '', '<span class="bad">' + esc(x.lastError) + '</span>'])).join('');
+
+    $('dead').innerHTML = dead.data.length === 0 ? '<tr><td class="empty">The dead-letter queue is empty.</td></tr>' :
+      head(['died', 'endpoint', 'event', 'attempts', 'reason', '']) +
+      dead.data.map((x) => row([esc(when(x.createdAt)), '<code>' + esc(x.endpointId) + '</code>',
+        esc(x.eventType) + ' <code>' + esc(x.eventId) + '</code>', esc(x.attempts.length), '<span class="bad">' + esc(x.reason) + '</span>',
+        '<button data-replay="' + esc(x.id) + '">Replay</button>'], 'data-dead-letter="' + esc(x.id) + '"')).join('');
+    if ($('msg').className === 'bad' || !$('msg').textContent) say('');
+    if (!logPaged) search();
+  } catch (e) { say(e.message, true); }
 }
-$('dead').addEventListener('click', async (ev) => {
-  const id = ev.target?.dataset?.id; if (!id) return;
-  try { await api('/v1/dead-letters/' + encodeURIComponent(id) + '/replay', { method: 'POST' }); $('msg').textContent = 'Replayed ' + id; refresh(); }
-  catch (e) { $('msg').textContent = e.message; }
+
+let logCursor = null; let logPaged = false;
+function logQuery() {
+  const form = new FormData($('search')); const q = new URLSearchParams();
+  for (const [k, v] of form) if (v) q.set(k, (k === 'since' || k === 'until') ? new Date(v).toISOString() : v);
+  q.set('limit', '25'); return q;
+}
+async function search(next) {
+  try {
+    const q = logQuery(); if (next && logCursor) q.set('cursor', logCursor);
+    const page = await api('/v1/deliveries?' + q);
+    logCursor = page.nextCursor; logPaged = !!next; $('more').hidden = !logCursor;
+    const rows = page.data.map((x) => row([esc(when(x.createdAt)), '<code>' + esc(x.endpointId) + '</code>', esc(x.eventType),
+      '<span class="' + (x.status === 'delivered' ? 'ok' : x.status === 'dead' ? 'bad' : '') + '">' + esc(x.status) + '</span>', esc(x.attempts),
+      '<span class="bad">' + esc(x.lastError ?? '') + '</span>', '<button data-attempts="' + esc(x.id) + '">Attempts</button>'],
+      'data-delivery="' + esc(x.id) + '" data-status="' + esc(x.status) + '"')).join('');
+    const header = head(['created', 'endpoint', 'event type', 'status', 'attempts', 'last error', '']);
+    if (next) $('log').insertAdjacentHTML('beforeend', rows);
+    else $('log').innerHTML = page.data.length === 0 ? '<tr><td class="empty">No deliveries match.</td></tr>' : header + rows;
+  } catch (e) { say(e.message, true); }
+}
+
+document.addEventListener('click', async (ev) => {
+  const t = ev.target; if (!(t instanceof HTMLElement)) return;
+  try {
+    if (t.dataset.replay) {
+      await api('/v1/dead-letters/' + encodeURIComponent(t.dataset.replay) + '/replay', { method: 'POST' });
+      say('Replayed ' + t.dataset.replay + '; it is due now.'); logPaged = false; refresh(); setTimeout(refresh, 700);
+    } else if (t.dataset.enable) {
+      await api('/v1/endpoints/' + encodeURIComponent(t.dataset.enable) + '/enable', { method: 'POST' });
+      say('Enabled ' + t.dataset.enable + '; its waiting deliveries go out now.'); refresh();
+    } else if (t.dataset.attempts) {
+      const { data } = await api('/v1/deliveries/' + encodeURIComponent(t.dataset.attempts) + '/attempts');
+      $('attempts').innerHTML = '<h2>Attempts of <code>' + esc(t.dataset.attempts) + '</code></h2><table>' + head(['round', '#', 'started', 'duration', 'result']) +
+        data.map((a) => row([esc(a.round), esc(a.number), esc(when(a.startedAt)), esc(a.durationMs) + ' ms',
+          a.error ? '<span class="bad">' + esc(a.error) + '</span>' : '<span class="ok">HTTP ' + esc(a.outcome.status) + '</span>'])).join('') + '</table>';
+    }
+  } catch (e) { say(e.message, true); }
 });
-$('login').addEventListener('submit', (ev) => { ev.preventDefault(); sessionStorage.setItem('heraldToken', $('token').value); refresh(); });
-if (sessionStorage.getItem('heraldToken')) refresh();
-setInterval(() => sessionStorage.getItem('heraldToken') && refresh(), 5000);
+$('bulk').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  try {
+    const since = new Date($('bulk-since').value).toISOString();
+    const r = await api('/v1/dead-letters/replay', { method: 'POST', body: JSON.stringify({ since }) });
+    say('Replayed ' + r.replayed + ' dead letter(s) since ' + since + '.'); refresh();
+  } catch (e) { say(e.message, true); }
+});
+$('search').addEventListener('submit', (ev) => { ev.preventDefault(); logPaged = false; search(); });
+$('more').addEventListener('click', () => search(true));
+$('login').addEventListener('submit', (ev) => { ev.preventDefault(); sessionStorage.setItem('heraldToken', $('token').value.trim()); $('token').value = ''; showLogin(); refresh(); });
+$('logout').addEventListener('click', () => { sessionStorage.removeItem('heraldToken'); showLogin(); say('Token forgotten.'); });
+showLogin(); refresh();
+setInterval(() => token() && refresh(), 5000);
 </script></body></html>`;
 
 export function dashboardHtml(): string {

@@ -1,7 +1,9 @@
 /**
- * The status port: health, readiness, the admin API and the dashboard.
+ * The status port: health, readiness, Prometheus metrics, the admin API and
+ * the dashboard.
  *
- * `/healthz` and `/readyz` are open; everything under `/v1/` needs
+ * `/healthz`, `/readyz`, `/metrics` and the dashboard page are open (the page
+ * asks for the token and calls the API with it); everything under `/v1/` needs
  * `Authorization: Bearer <admin token>`. Errors are JSON
  * `{ "error": { "code", "message", "field"?, "rule"? } }` with a 4xx for bad
  * input, naming the field and the rule it broke.
@@ -11,7 +13,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseDate } from '../clock.ts';
+import { parseDate, systemClock, type Clock } from '../clock.ts';
 import {
   ErrorCode,
   NotFoundError,
@@ -24,12 +26,22 @@ import type { Herald } from '../herald.ts';
 import { DeliveryStatus } from '../model.ts';
 import type { DeadLetterFilter, DeliveryFilter } from '../store/port.ts';
 import { dashboardHtml } from './dashboard.ts';
+import { decodeCursor, encodeCursor } from './delivery-cursor.ts';
+import { EndpointStats } from './endpoint-stats.ts';
+import { HeraldMetrics } from './metrics.ts';
 
 export interface StatusServerOptions {
   readonly host: string;
   readonly port: number;
   readonly adminToken: string;
+  /** Times the dashboard's recent failure rates. @default the system clock */
+  readonly clock?: Clock;
+  /** Metrics to serve on `/metrics`; by default the server makes its own registry (and closes it with the server). */
+  readonly metrics?: HeraldMetrics;
 }
+
+/** Dead letters replayed by id in one bulk request, at most. */
+const MAX_REPLAY_IDS = 1_000;
 
 type Params = Readonly<Record<string, string>>;
 type Handler = (request: { params: Params; query: URLSearchParams; body: () => Promise<unknown> }) => Promise<Reply>;
@@ -37,7 +49,11 @@ interface Reply {
   readonly status: number;
   readonly json?: unknown;
   readonly html?: string;
+  readonly text?: { readonly body: string; readonly contentType: string };
 }
+
+/** Deliveries per page of the delivery log when `limit` is not given. */
+const DEFAULT_PAGE = 100;
 
 /** Bytes an admin request body may have beyond the largest payload (the envelope around it). */
 const ENVELOPE_BYTES = 64 * 1024;
@@ -55,6 +71,9 @@ export class StatusServer {
   readonly #herald: Herald;
   readonly #options: StatusServerOptions;
   readonly #token: Buffer;
+  readonly #metrics: HeraldMetrics;
+  readonly #ownsMetrics: boolean;
+  readonly #stats: EndpointStats;
   readonly #routes: Array<{ method: string; pattern: RegExp; keys: string[]; open: boolean; handler: Handler }> = [];
   #server: Server | undefined;
 
@@ -62,6 +81,9 @@ export class StatusServer {
     this.#herald = herald;
     this.#options = options;
     this.#token = Buffer.from(options.adminToken);
+    this.#ownsMetrics = options.metrics === undefined;
+    this.#metrics = options.metrics ?? new HeraldMetrics(herald);
+    this.#stats = new EndpointStats(herald.events, options.clock ?? systemClock);
     this.#defineRoutes();
   }
 
@@ -79,7 +101,14 @@ export class StatusServer {
     return `http://${host}:${address.port}`;
   }
 
+  /** The metrics this server serves (its own registry unless given one). */
+  get metrics(): HeraldMetrics {
+    return this.#metrics;
+  }
+
   async close(): Promise<void> {
+    this.#stats.close();
+    if (this.#ownsMetrics) this.#metrics.close();
     const server = this.#server;
     this.#server = undefined;
     if (server === undefined) return;
@@ -111,8 +140,15 @@ export class StatusServer {
       return { status: 200, json: { status: 'ready', slotsOwned: h.leases.length } };
     }, true);
     this.#route('GET', '/', async () => ({ status: 200, html: dashboardHtml() }), true);
+    this.#route('GET', '/metrics', async () => ({
+      status: 200,
+      text: { body: await this.#metrics.render(), contentType: this.#metrics.contentType },
+    }), true);
 
-    this.#route('GET', '/v1/status', async () => ({ status: 200, json: await h.status() }));
+    this.#route('GET', '/v1/status', async () => ({
+      status: 200,
+      json: { ...(await h.status()), recent: { windowMs: this.#stats.windowMs, endpoints: this.#stats.snapshot() } },
+    }));
 
     this.#route('POST', '/v1/endpoints', async ({ body }) => {
       const created = await h.createEndpoint(await body());
@@ -145,10 +181,16 @@ export class StatusServer {
       return { status: 202, json: Array.isArray(input) ? { data: view } : view[0] };
     });
 
-    this.#route('GET', '/v1/deliveries', async ({ query }) => ({
-      status: 200,
-      json: { data: await h.listDeliveries(deliveryFilter(query)) },
-    }));
+    this.#route('GET', '/v1/deliveries', async ({ query }) => {
+      const filter = deliveryFilter(query);
+      const limit = filter.limit ?? DEFAULT_PAGE;
+      // One more than the page tells whether there is a next page (the store caps a query at 1000).
+      const rows = await h.listDeliveries({ ...filter, limit: Math.min(limit + 1, 1_000) });
+      const data = rows.slice(0, limit);
+      const last = data.at(-1);
+      const more = rows.length > limit || (limit === 1_000 && rows.length === limit);
+      return { status: 200, json: { data, nextCursor: more && last !== undefined ? encodeCursor(last) : null } };
+    });
     this.#route('GET', '/v1/deliveries/:id', async ({ params }) => ({ status: 200, json: await h.getDelivery(params.id ?? '') }));
     this.#route('GET', '/v1/deliveries/:id/attempts', async ({ params }) => ({
       status: 200,
@@ -161,8 +203,25 @@ export class StatusServer {
     }));
     this.#route('GET', '/v1/dead-letters/:id', async ({ params }) => ({ status: 200, json: await h.getDeadLetter(params.id ?? '') }));
     this.#route('POST', '/v1/dead-letters/replay', async ({ body }) => {
-      const ids = await h.replayDeadLetters(replayFilter(await body()));
-      return { status: 202, json: { replayed: ids.length, ids } };
+      const input = await body();
+      const ids = replayIds(input);
+      if (ids === undefined) {
+        const replayed = await h.replayDeadLetters(replayFilter(input));
+        return { status: 202, json: { replayed: replayed.length, ids: replayed, skipped: [] } };
+      }
+      // By id: each one replayed on its own; one already replayed or unknown is skipped, not fatal.
+      const replayed: string[] = [];
+      const skipped: string[] = [];
+      for (const id of ids) {
+        try {
+          await h.replayDeadLetter(id);
+          replayed.push(id);
+        } catch (error) {
+          if (!isHeraldError(error) || (error.code !== ErrorCode.CONFLICT && error.code !== ErrorCode.NOT_FOUND)) throw error;
+          skipped.push(id);
+        }
+      }
+      return { status: 202, json: { replayed: replayed.length, ids: replayed, skipped } };
     });
     this.#route('POST', '/v1/dead-letters/:id/replay', async ({ params }) => {
       await h.replayDeadLetter(params.id ?? '');
@@ -176,6 +235,11 @@ export class StatusServer {
       reply = await this.#dispatch(req);
     } catch (error) {
       reply = errorReply(error);
+    }
+    if (reply.text !== undefined) {
+      res.writeHead(reply.status, { 'content-type': reply.text.contentType, 'cache-control': 'no-store' });
+      res.end(reply.text.body);
+      return;
     }
     if (reply.html !== undefined) {
       res.writeHead(reply.status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
@@ -273,14 +337,29 @@ function deliveryFilter(query: URLSearchParams): DeliveryFilter {
   if (status !== null && !statuses.includes(status)) {
     throw new ValidationError('status', `must be one of ${statuses.join(', ')} (got ${JSON.stringify(status)})`);
   }
+  const cursor = query.get('cursor');
   return {
     ...optionalString(query, 'endpointId'),
     ...optionalString(query, 'tenantId'),
     ...optionalString(query, 'eventId'),
+    ...optionalString(query, 'eventType'),
     ...(status === null ? {} : { status: status as DeliveryStatus }),
     ...timeRange(query),
     ...limitOf(query),
+    ...(cursor === null || cursor === '' ? {} : { after: decodeCursor(cursor) }),
   };
+}
+
+/** `{ids: [...]}` of a bulk replay by id, or undefined when the body is a filter. */
+function replayIds(body: unknown): string[] | undefined {
+  if (body === null || typeof body !== 'object' || Array.isArray(body) || !Object.hasOwn(body, 'ids')) return undefined;
+  const { ids, ...rest } = body as { ids: unknown };
+  const extra = Object.keys(rest)[0];
+  if (extra !== undefined) throw new ValidationError(extra, 'cannot be combined with ids');
+  if (!Array.isArray(ids) || ids.length < 1 || ids.length > MAX_REPLAY_IDS || !ids.every((id) => typeof id === 'string' && id !== '')) {
+    throw new ValidationError('ids', `must be a list of 1 to ${MAX_REPLAY_IDS} dead-letter ids`);
+  }
+  return ids as string[];
 }
 
 function deadLetterFilter(query: URLSearchParams): DeadLetterFilter {
@@ -294,7 +373,7 @@ function deadLetterFilter(query: URLSearchParams): DeadLetterFilter {
   };
 }
 
-/** The body of a bulk replay: `{endpointId?, tenantId?, since?, until?}`, at least one of them. */
+/** The body of a bulk replay by filter: `{endpointId?, tenantId?, since?, until?}`, at least one of them. */
 function replayFilter(body: unknown): DeadLetterFilter {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ValidationError('body', 'must be a JSON object');
   const allowed = ['endpointId', 'tenantId', 'since', 'until'];

@@ -1,23 +1,55 @@
 /**
- * Opens the store a `store` setting names: `sqlite:<path>` today; a
- * `mongodb://` URI once the MongoDB adapter lands.
+ * Opens the store a `store` setting names: `sqlite:<path>`, a `mongodb://`
+ * (or `mongodb+srv://`) URI, or `mongodb-memory-server` (an embedded
+ * single-node replica set, for demos). Nothing connects here: the store's
+ * `init()` opens the file or connects and checks the server.
  */
 import type { Clock } from '../clock.ts';
-import { ConfigError } from '../errors.ts';
+import type { ChangeFeedRestart } from './mongo/change-feed.ts';
+import { ConfigError, ValidationError } from '../errors.ts';
+import { startEmbeddedReplicaSet } from './mongo/embedded-server.ts';
+import { MongoStore } from './mongo/mongo-store.ts';
+import { EMBEDDED_MONGODB_SETTING, parseMongoUri, redactMongoUri } from './mongo/mongo-uri.ts';
 import type { Store } from './port.ts';
 import { SqliteStore } from './sqlite/sqlite-store.ts';
 
-export function openStore(setting: string, options: { clock: Clock; pollIntervalMs: number }): Store {
+const STORE_RULE = 'must be sqlite:<path>, a mongodb:// (or mongodb+srv://) URI, or mongodb-memory-server';
+
+export function openStore(
+  setting: string,
+  options: {
+    clock: Clock;
+    pollIntervalMs: number;
+    /** TTL of attempts and dead letters in MongoDB (its TTL indexes); default 30 days. */
+    retentionMs?: number;
+    /** Told when the MongoDB change feed restarts (lost token, invalidate, non-resumable error). */
+    onChangeFeedRestart?: (restart: ChangeFeedRestart) => void;
+  },
+): Store {
   if (setting.startsWith('sqlite:')) {
     return new SqliteStore({ path: setting.slice('sqlite:'.length), clock: options.clock, pollIntervalMs: options.pollIntervalMs });
   }
-  if (setting.startsWith('mongodb://') || setting.startsWith('mongodb+srv://')) {
-    throw new ConfigError('store', redactUri(setting), 'the MongoDB store is not available in this version; use sqlite:<path>');
+  const mongo = {
+    clock: options.clock,
+    ...(options.retentionMs === undefined ? {} : { retentionMs: options.retentionMs }),
+    ...(options.onChangeFeedRestart === undefined ? {} : { onChangeFeedRestart: options.onChangeFeedRestart }),
+  };
+  if (setting === EMBEDDED_MONGODB_SETTING) {
+    return new MongoStore({ embedded: startEmbeddedReplicaSet, ...mongo });
   }
-  throw new ConfigError('store', setting, 'must be sqlite:<path> or a mongodb:// URI');
+  if (setting.startsWith('mongodb://') || setting.startsWith('mongodb+srv://')) {
+    try {
+      parseMongoUri(setting);
+    } catch (error) {
+      if (error instanceof ValidationError) throw new ConfigError('store', redactUri(setting), error.rule);
+      throw error;
+    }
+    return new MongoStore({ uri: setting, ...mongo });
+  }
+  throw new ConfigError('store', redactUri(setting), STORE_RULE);
 }
 
-/** Hides a password in a connection string before it reaches a message or a log. */
+/** Hides a password (and secret URI options) in a connection string before it reaches a message or a log. */
 export function redactUri(uri: string): string {
-  return uri.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@');
+  return redactMongoUri(uri);
 }

@@ -378,7 +378,7 @@ describe('StatusServer (admin API over HTTP)', () => {
           { tenantId: 'acme', type: 'a.b', payload: { n: 1 }, id: 'batch-1' },
           { tenantId: 'nobody', type: 'a.b', payload: { n: 2 }, id: 'batch-2' },
         ]);
-        expectError(rejected, 404, 'HERALD_NOT_FOUND', 'tenantId');
+        expectError(rejected, 404, 'HERALD_NOT_FOUND', '[1].tenantId');
         const invalid = await api('POST', '/v1/events', [
           { tenantId: 'acme', type: 'a.b', payload: { n: 3 }, id: 'batch-3' },
           { tenantId: 'acme', payload: { n: 4 }, id: 'batch-4' },
@@ -405,7 +405,7 @@ describe('StatusServer (admin API over HTTP)', () => {
           { tenantId: 'acme', type: 'a.b', payload: {} },
           { tenantId: 'acme', type: 'a.b', payload: {}, endpointId: 'ep_missing' },
         ]);
-        expectError(rejected, 404, 'HERALD_NOT_FOUND', 'endpointId');
+        expectError(rejected, 404, 'HERALD_NOT_FOUND', '[1].endpointId');
         await th.herald.idle();
         expect((await api('GET', '/v1/deliveries')).json.data).to.deep.equal([]);
       });

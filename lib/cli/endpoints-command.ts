@@ -1,0 +1,151 @@
+/**
+ * `herald endpoints add|list|show|enable|disable|rotate-secret`: endpoints
+ * over the admin API. Secrets are printed only when the API returns one
+ * (on `add` and `rotate-secret`), never listed.
+ */
+import { AdminClient } from './admin-client.ts';
+import { connectionOf, parseCommand, parseInteger, UsageError, writeJson, type CliIo } from './cli-io.ts';
+import { ENDPOINTS_USAGE } from './usage.ts';
+import { keyValues, table, time } from './table.ts';
+
+interface EndpointView {
+  readonly id: string;
+  readonly tenantId: string;
+  readonly url: string;
+  readonly description: string;
+  readonly eventTypes: readonly string[];
+  readonly retry: { preset?: string; schedule?: readonly string[] };
+  readonly timeoutMs: number;
+  readonly mode: string;
+  readonly concurrency: number;
+  readonly status: string;
+  readonly disabledReason: string | null;
+  readonly failingSince: number | null;
+  readonly secretCount: number;
+  readonly previousSecretExpiresAt: number | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly secret?: string;
+}
+
+export async function runEndpoints(args: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommand(args, {
+    tenant: { type: 'string' },
+    'event-types': { type: 'string' },
+    retry: { type: 'string' },
+    'timeout-ms': { type: 'string' },
+    concurrency: { type: 'string' },
+    mode: { type: 'string' },
+    description: { type: 'string' },
+    id: { type: 'string' },
+  });
+  if (values.help === true) {
+    io.stdout.write(`${ENDPOINTS_USAGE}\n`);
+    return 0;
+  }
+  const [action, target, ...extra] = positionals;
+  if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`);
+  const needsId = (): string => {
+    if (target === undefined) throw new UsageError(`endpoints ${action}: the endpoint id is required`);
+    return target;
+  };
+  const connection = connectionOf(values, io.env);
+  const client = new AdminClient(connection);
+  try {
+    switch (action) {
+      case 'add': {
+        // The endpoint's URL is positional: --url names the admin API, as for every command.
+        if (values.tenant === undefined || target === undefined) throw new UsageError('endpoints add: the endpoint URL and --tenant are required');
+        const body: Record<string, unknown> = { tenantId: values.tenant, url: target };
+        if (values['event-types'] !== undefined) body.eventTypes = list(values['event-types']);
+        if (values.retry !== undefined) {
+          body.retry = ['default', 'aggressive', 'relaxed'].includes(values.retry) ? { preset: values.retry } : { schedule: list(values.retry) };
+        }
+        if (values['timeout-ms'] !== undefined) body.timeoutMs = parseInteger('timeout-ms', values['timeout-ms'], 1, 10_000_000);
+        if (values.concurrency !== undefined) body.concurrency = parseInteger('concurrency', values.concurrency, 1, 10_000);
+        if (values.mode !== undefined) body.mode = values.mode;
+        if (values.description !== undefined) body.description = values.description;
+        if (values.id !== undefined) body.id = values.id;
+        const created = await client.post<EndpointView>('/v1/endpoints', body);
+        if (values.json === true) writeJson(io, created);
+        else io.stdout.write(`${show(created)}\nSecret (shown once, give it to the consumer): ${created.secret ?? ''}\n`);
+        return 0;
+      }
+      case 'list': {
+        if (target !== undefined) throw new UsageError(`unexpected argument '${target}'`);
+        const { data } = await client.get<{ data: EndpointView[] }>('/v1/endpoints', { tenantId: values.tenant });
+        if (values.json === true) writeJson(io, data);
+        else if (data.length === 0) io.stdout.write('No endpoints.\n');
+        else {
+          io.stdout.write(
+            table(
+              ['ID', 'TENANT', 'STATUS', 'URL', 'EVENT TYPES', 'FAILING SINCE'],
+              data.map((e) => [e.id, e.tenantId, statusText(e), e.url, e.eventTypes, time(e.failingSince)]),
+            ),
+          );
+        }
+        return 0;
+      }
+      case 'show': {
+        const endpoint = await client.get<EndpointView>(`/v1/endpoints/${encodeURIComponent(needsId())}`);
+        if (values.json === true) writeJson(io, endpoint);
+        else io.stdout.write(show(endpoint));
+        return 0;
+      }
+      case 'enable':
+      case 'disable': {
+        const endpoint = await client.post<EndpointView>(`/v1/endpoints/${encodeURIComponent(needsId())}/${action}`);
+        if (values.json === true) writeJson(io, endpoint);
+        else io.stdout.write(`Endpoint ${endpoint.id} ${endpoint.status}.\n`);
+        return 0;
+      }
+      case 'rotate-secret': {
+        const rotated = await client.post<EndpointView>(`/v1/endpoints/${encodeURIComponent(needsId())}/rotate-secret`);
+        if (values.json === true) writeJson(io, rotated);
+        else {
+          io.stdout.write(
+            `New secret of ${rotated.id} (shown once): ${rotated.secret ?? ''}\n` +
+              `The previous secret keeps signing until ${time(rotated.previousSecretExpiresAt)} UTC.\n`,
+          );
+        }
+        return 0;
+      }
+      case undefined:
+        throw new UsageError('endpoints: an action is required (add, list, show, enable, disable, rotate-secret)');
+      default:
+        throw new UsageError(`endpoints: unknown action '${action}'`);
+    }
+  } finally {
+    await client.close();
+  }
+}
+
+function statusText(e: EndpointView): string {
+  return e.status === 'disabled' && e.disabledReason !== null ? `disabled (${e.disabledReason})` : e.status;
+}
+
+function show(e: EndpointView): string {
+  return keyValues([
+    ['id', e.id],
+    ['tenant', e.tenantId],
+    ['url', e.url],
+    ['status', statusText(e)],
+    ['description', e.description],
+    ['event types', e.eventTypes.length === 0 ? '* (all)' : e.eventTypes],
+    ['retry', e.retry.preset ?? e.retry.schedule],
+    ['timeout', `${e.timeoutMs} ms`],
+    ['mode', e.mode],
+    ['concurrency', e.concurrency],
+    ['failing since', time(e.failingSince)],
+    ['secrets', e.secretCount],
+    ['created', time(e.createdAt)],
+    ['updated', time(e.updatedAt)],
+  ]);
+}
+
+function list(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}

@@ -1,0 +1,47 @@
+/**
+ * The usage text of every command, kept apart from the commands so `herald --help`
+ * and a usage error load no command module (`start` loads the whole engine).
+ */
+
+export const START_USAGE = `Usage: herald start [options]
+
+Options:
+  --config <file>          JSON file overriding config/default.json
+  --store <setting>        sqlite:<path>, mongodb://host/db?replicaSet=rs0 or mongodb-memory-server (HERALD_STORE)
+  --port <n>               status port                  (HERALD_PORT)
+  --host <address>         address to bind              (HERALD_HOST)
+  --data-dir <dir>         where the admin token is kept (HERALD_DATA_DIR)
+  --allow-networks <cidrs> comma-separated CIDRs the sender may reach (HERALD_ALLOW_NETWORKS)
+  --log-level <level>      fatal|error|warn|info|debug|trace|silent (HERALD_LOG_LEVEL)
+  -h, --help               this text`;
+
+export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|list|show|enable|disable|rotate-secret> [options]
+
+  herald endpoints add <endpoint url> --tenant <id> [--event-types a.b,c.*] [--retry default|aggressive|relaxed|PT10S,PT1M]
+                       [--timeout-ms <n>] [--concurrency <n>] [--mode at-least-once|at-most-once] [--description <text>] [--id <id>]
+  herald endpoints list [--tenant <id>]
+  herald endpoints show <id>
+  herald endpoints enable <id>          re-enable; its waiting deliveries go out at once
+  herald endpoints disable <id>
+  herald endpoints rotate-secret <id>   a new secret; the old one keeps signing for signing.rotationOverlapMs`;
+
+export const PUBLISH_USAGE = `Usage: herald publish --tenant <id> --type <event type> --payload <json | @file | -> [--endpoint <id>] [--id <event id>]
+
+  --payload '{"n":1}'   the JSON payload; @file reads a file, - reads standard input
+  --endpoint <id>       address one endpoint instead of fanning out to the subscribed ones
+  --id <event id>       your own id: publishing it again returns the stored event`;
+
+export const DELIVERIES_USAGE = `Usage: herald deliveries [--endpoint <id>] [--tenant <id>] [--type <event type>] [--status <status>]
+                         [--since 7d|<ISO time>] [--until <time>] [--limit <n, default 50>]
+       herald deliveries attempts <delivery id>
+
+  status: pending, in_flight, delivered, dead, cancelled`;
+
+export const DLQ_USAGE = `Usage: herald dlq list [--endpoint <id>] [--tenant <id>] [--since 7d|<ISO time>] [--until <time>] [--limit <n>] [--include-replayed]
+       herald dlq replay --id <dead letter id> [--dry-run]
+       herald dlq replay [--endpoint <id>] [--tenant <id>] [--since <time>] [--until <time, default now>] [--dry-run] [--page-size <n>]
+
+  A bulk replay needs at least one of --endpoint, --tenant, --since, --until
+  (--since 100w replays everything). It replays --page-size (100) at a time and shows progress.`;
+
+export const STATUS_USAGE = 'Usage: herald status [--url <url>] [--token <token>] [--json]';

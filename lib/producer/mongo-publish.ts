@@ -1,0 +1,135 @@
+/**
+ * Publishing into a MongoDB outbox from the producer's own client, inside the
+ * producer's own transaction: run the business change and `publish()` with
+ * the same `ClientSession` inside `session.withTransaction(...)`, and either
+ * both commit or neither does. Herald's change stream sees the event as soon
+ * as the transaction commits.
+ *
+ * Validation and the tenant and endpoint checks are those of the SQLite
+ * producer (`sqlite-publish.ts`). Without an open transaction on the session
+ * a batch still commits atomically: `publish` runs it in a transaction of its
+ * own. The outbox collections must exist (Herald creates them at its first
+ * start); MongoDB before 4.4 cannot create a collection inside a transaction.
+ */
+import type { ClientSession, Db, MongoClient } from 'mongodb';
+import { systemClock } from '../clock.ts';
+import type { Clock } from '../clock.ts';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import type { OutboxEvent } from '../model.ts';
+import { eventFromDoc, eventToDoc } from '../store/mongo/documents.ts';
+import { Collections } from '../store/mongo/schema.ts';
+import type { EndpointDoc, EventDoc } from '../store/mongo/schema.ts';
+import { validateEventInput } from './validate-event.ts';
+import type { EventInput, ValidEventInput } from './validate-event.ts';
+
+/** Where the outbox is: the database, or a client and the database's name. */
+export type MongoOutbox = { readonly db: Db } | { readonly client: MongoClient; readonly dbName: string };
+
+export type MongoPublishOptions = MongoOutbox & {
+  /** @default systemClock */
+  readonly clock?: Clock;
+  /**
+   * The largest serialised payload accepted, in UTF-8 bytes.
+   * @default 262144 (256 KiB)
+   */
+  readonly maxPayloadBytes?: number;
+};
+
+const DEFAULTS = Object.freeze({
+  clock: systemClock,
+  maxPayloadBytes: 256 * 1024,
+});
+
+/**
+ * Writes events into the outbox with `session`, joining its transaction if
+ * one is open. An input whose `id` is already stored is an idempotent retry:
+ * the stored event is returned and nothing is written.
+ *
+ * @returns the events as stored, in input order.
+ * @throws ValidationError `HERALD_INVALID_INPUT` for a malformed input (field and rule named), or bad options.
+ * @throws PayloadTooLargeError `HERALD_PAYLOAD_TOO_LARGE` for an oversized payload.
+ * @throws NotFoundError `HERALD_NOT_FOUND` when the tenant has no endpoint, or
+ *   `endpointId` names no endpoint of that tenant.
+ * @throws ConflictError `HERALD_CONFLICT` when `id` is already used by another tenant's event.
+ * Driver errors (a write conflict, a network error) are rethrown as they are,
+ * so `session.withTransaction` can retry the transaction.
+ */
+export async function publish(
+  session: ClientSession,
+  input: EventInput | readonly EventInput[],
+  options: MongoPublishOptions,
+): Promise<OutboxEvent[]> {
+  const db = outboxDb(options);
+  const clock = options.clock ?? DEFAULTS.clock;
+  const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes;
+  const inputs: readonly unknown[] = Array.isArray(input) ? input : [input];
+  // Validate everything first, so a bad input in a batch writes nothing.
+  const valid = inputs.map((one, i) => {
+    try {
+      return validateEventInput(one, { maxPayloadBytes });
+    } catch (error) {
+      if (inputs.length > 1 && error instanceof ValidationError) {
+        throw new ValidationError(`[${i}].${error.field}`, error.rule, { code: error.code, cause: error });
+      }
+      throw error;
+    }
+  });
+  const write = async (): Promise<OutboxEvent[]> => {
+    const stored: OutboxEvent[] = [];
+    for (const event of valid) stored.push(await publishOne(db, session, event, clock));
+    return stored;
+  };
+  if (session.inTransaction()) return write();
+  return session.withTransaction(write, {
+    readConcern: { level: 'snapshot' },
+    writeConcern: { w: 'majority' },
+    readPreference: 'primary',
+  });
+}
+
+async function publishOne(db: Db, session: ClientSession, input: ValidEventInput, clock: Clock): Promise<OutboxEvent> {
+  const events = db.collection<EventDoc>(Collections.EVENTS);
+  const endpoints = db.collection<EndpointDoc>(Collections.ENDPOINTS);
+  if (input.id !== undefined) {
+    const stored = await events.findOne({ _id: input.id }, { session });
+    if (stored !== null) {
+      if (stored.tenantId !== input.tenantId) {
+        throw new ConflictError(`id: event '${input.id}' already exists for another tenant`);
+      }
+      return eventFromDoc(stored);
+    }
+  }
+  if ((await endpoints.findOne({ tenantId: input.tenantId }, { session, projection: { _id: 1 } })) === null) {
+    throw new NotFoundError('tenant', input.tenantId, 'tenantId');
+  }
+  if (input.endpointId !== undefined) {
+    const target = await endpoints.findOne({ _id: input.endpointId }, { session, projection: { tenantId: 1 } });
+    if (target?.tenantId !== input.tenantId) throw new NotFoundError('endpoint', input.endpointId, 'endpointId');
+  }
+  const event: OutboxEvent = {
+    id: input.id ?? newId('evt'),
+    tenantId: input.tenantId,
+    type: input.type,
+    payload: input.payloadJson,
+    createdAt: clock.now(),
+    endpointId: input.endpointId ?? null,
+  };
+  await events.insertOne(eventToDoc(event), { session });
+  return event;
+}
+
+function outboxDb(options: MongoPublishOptions): Db {
+  if (typeof options !== 'object' || options === null) {
+    throw new ValidationError('options', 'must give the outbox: { db } or { client, dbName }');
+  }
+  if ('db' in options) {
+    if (typeof options.db?.collection !== 'function') throw new ValidationError('db', 'must be a mongodb Db');
+    return options.db;
+  }
+  if (typeof options.client?.db !== 'function') throw new ValidationError('client', 'must be a MongoClient');
+  if (typeof options.dbName !== 'string' || options.dbName === '') {
+    throw new ValidationError('dbName', `must name the database Herald uses (got ${JSON.stringify(options.dbName)})`);
+  }
+  return options.client.db(options.dbName);
+}

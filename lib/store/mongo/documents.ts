@@ -1,0 +1,167 @@
+/**
+ * Documents ⇄ Herald's model. Pure: every field is copied by name, so a
+ * document read back gives exactly the value written (nulls included) and no
+ * driver field (`_id`, `ord`, `at`, `claimId`, …) leaks into the model.
+ */
+import { ObjectId } from 'mongodb';
+import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent } from '../../model.ts';
+import { EndpointStatus } from '../../model.ts';
+import type { AttemptRecord, NewDelivery, NodeRecord, SlotLease } from '../port.ts';
+import type { AttemptDoc, DeadLetterDoc, DeliveryDoc, EndpointDoc, EventDoc, LeaseDoc, NodeDoc } from './schema.ts';
+
+export function endpointToDoc(endpoint: Endpoint): EndpointDoc {
+  return {
+    _id: endpoint.id,
+    tenantId: endpoint.tenantId,
+    url: endpoint.url,
+    description: endpoint.description,
+    eventTypes: [...endpoint.eventTypes],
+    retry: 'schedule' in endpoint.retry ? { schedule: [...endpoint.retry.schedule] } : { preset: endpoint.retry.preset },
+    timeoutMs: endpoint.timeoutMs,
+    mode: endpoint.mode,
+    concurrency: endpoint.concurrency,
+    status: endpoint.status,
+    disabledReason: endpoint.disabledReason,
+    failingSince: endpoint.failingSince,
+    secrets: endpoint.secrets.map((s) => ({ secret: s.secret, createdAt: s.createdAt, expiresAt: s.expiresAt })),
+    createdAt: endpoint.createdAt,
+    updatedAt: endpoint.updatedAt,
+  };
+}
+
+export function endpointFromDoc(doc: EndpointDoc): Endpoint {
+  return {
+    id: doc._id,
+    tenantId: doc.tenantId,
+    url: doc.url,
+    description: doc.description,
+    eventTypes: [...doc.eventTypes],
+    retry: 'schedule' in doc.retry ? { schedule: [...doc.retry.schedule] } : { preset: doc.retry.preset },
+    timeoutMs: doc.timeoutMs,
+    mode: doc.mode === 'at-most-once' ? 'at-most-once' : 'at-least-once',
+    concurrency: doc.concurrency,
+    status: doc.status === EndpointStatus.ENABLED ? EndpointStatus.ENABLED : EndpointStatus.DISABLED,
+    disabledReason: doc.disabledReason ?? null,
+    failingSince: doc.failingSince ?? null,
+    secrets: doc.secrets.map((s) => ({ secret: s.secret, createdAt: s.createdAt, expiresAt: s.expiresAt ?? null })),
+    createdAt: doc.createdAt,
+    updatedAt: doc.updatedAt,
+  };
+}
+
+/** A new outbox document; `ord` defaults to a fresh ObjectId (insertion order within this process). */
+export function eventToDoc(event: OutboxEvent, ord: ObjectId = new ObjectId()): EventDoc {
+  return {
+    _id: event.id,
+    tenantId: event.tenantId,
+    type: event.type,
+    payload: event.payload,
+    createdAt: event.createdAt,
+    endpointId: event.endpointId,
+    fannedOut: false,
+    fannedOutAt: null,
+    ord,
+  };
+}
+
+export function eventFromDoc(doc: EventDoc): OutboxEvent {
+  return {
+    id: doc._id,
+    tenantId: doc.tenantId,
+    type: doc.type,
+    payload: doc.payload,
+    createdAt: doc.createdAt,
+    endpointId: doc.endpointId ?? null,
+  };
+}
+
+/** A delivery as fan-out creates it: pending, attempt 0, round 0, epoch 0. */
+export function newDeliveryDoc(d: NewDelivery): DeliveryDoc {
+  return {
+    _id: d.id,
+    eventId: d.eventId,
+    endpointId: d.endpointId,
+    tenantId: d.tenantId,
+    eventType: d.eventType,
+    slot: d.slot,
+    status: 'pending',
+    attempts: 0,
+    round: 0,
+    nextAttemptAt: d.nextAttemptAt,
+    leaseEpoch: 0,
+    lastError: null,
+    createdAt: d.createdAt,
+    updatedAt: d.createdAt,
+    deliveredAt: null,
+  };
+}
+
+export function deliveryFromDoc(doc: DeliveryDoc): Delivery {
+  return {
+    id: doc._id,
+    eventId: doc.eventId,
+    endpointId: doc.endpointId,
+    tenantId: doc.tenantId,
+    eventType: doc.eventType,
+    slot: doc.slot,
+    status: doc.status as DeliveryStatus,
+    attempts: doc.attempts,
+    nextAttemptAt: doc.nextAttemptAt,
+    leaseEpoch: doc.leaseEpoch,
+    lastError: doc.lastError ?? null,
+    createdAt: doc.createdAt,
+    updatedAt: doc.updatedAt,
+    deliveredAt: doc.deliveredAt ?? null,
+  };
+}
+
+/** The attempt a settle writes: numbered by the store, in the delivery's current round. */
+export function attemptToDoc(deliveryId: string, attempt: AttemptRecord, number: number, round: number): AttemptDoc {
+  return {
+    deliveryId,
+    number,
+    round,
+    startedAt: attempt.startedAt,
+    durationMs: attempt.durationMs,
+    outcome: attempt.outcome,
+    error: attempt.error,
+    at: new Date(attempt.startedAt),
+  };
+}
+
+export function attemptFromDoc(doc: AttemptDoc): Attempt {
+  return {
+    deliveryId: doc.deliveryId,
+    number: doc.number,
+    round: doc.round,
+    startedAt: doc.startedAt,
+    durationMs: doc.durationMs,
+    outcome: doc.outcome,
+    error: doc.error ?? null,
+  };
+}
+
+export function deadLetterFromDoc(doc: DeadLetterDoc, attempts: readonly AttemptDoc[]): DeadLetter {
+  return {
+    id: doc._id,
+    deliveryId: doc.deliveryId,
+    eventId: doc.eventId,
+    endpointId: doc.endpointId,
+    tenantId: doc.tenantId,
+    eventType: doc.eventType,
+    payload: doc.payload,
+    reason: doc.reason,
+    lastOutcome: doc.lastOutcome,
+    attempts: attempts.map(attemptFromDoc),
+    createdAt: doc.createdAt,
+    replayedAt: doc.replayedAt ?? null,
+  };
+}
+
+export function leaseFromDoc(doc: LeaseDoc): SlotLease {
+  return { slot: doc._id, owner: doc.owner ?? '', until: doc.until, epoch: doc.epoch };
+}
+
+export function nodeFromDoc(doc: NodeDoc): NodeRecord {
+  return { id: doc._id, startedAt: doc.startedAt, seenAt: doc.seenAt };
+}

@@ -1,0 +1,380 @@
+/**
+ * The query and update documents of the MongoDB store, as pure functions of
+ * their inputs, so each one is unit-tested without a server. The store only
+ * sends them.
+ *
+ * Fencing, as in SQLite: a settle applies only while the delivery is in
+ * flight at the epoch it was claimed with AND that epoch is still the slot's
+ * current one ({@link isCurrentClaim}), checked inside the settle's
+ * transaction, the update itself conditional on the first half
+ * ({@link settleFilter}).
+ */
+import type { Filter, ObjectId, UpdateFilter } from 'mongodb';
+import type { DeliveryStatus } from '../../model.ts';
+import type { ClaimRequest, DeadLetterFilter, DeliveryFilter, EndpointPatch, Settlement } from '../port.ts';
+import type { DeadLetterDoc, DeliveryDoc, EndpointDoc, LeaseDoc } from './schema.ts';
+
+/** Listing limits: the port's default, and a cap so one request cannot read the whole collection. */
+export const DEFAULT_LIST_LIMIT = 100;
+export const MAX_LIST_LIMIT = 1_000;
+
+/** A slot the claimer holds, with the lease epoch its claims carry. */
+export interface OwnedSlot {
+  readonly slot: number;
+  readonly epoch: number;
+}
+
+/** One claimable delivery, as the candidate queries return it. */
+export interface ClaimCandidate {
+  readonly _id: string;
+  readonly endpointId: string;
+  readonly slot: number;
+  readonly nextAttemptAt: number;
+}
+
+// Leases
+
+/** The owner's leases that are still live at `now`. */
+export function liveLeasesFilter(owner: string, now: number, slots?: readonly number[]): Filter<LeaseDoc> {
+  return { owner, until: { $gt: now }, ...(slots === undefined ? {} : { _id: { $in: [...slots] } }) };
+}
+
+/** Step 1 of acquiring: the owner renews its own leases, live or lapsed, keeping their epochs. */
+export function renewLeasesFilter(owner: string, slots: readonly number[]): Filter<LeaseDoc> {
+  return { _id: { $in: [...slots] }, owner };
+}
+
+export function renewLeasesUpdate(until: number): UpdateFilter<LeaseDoc> {
+  return { $set: { until } };
+}
+
+/**
+ * Step 2, per slot: take it when free (released) or expired and someone
+ * else's, incrementing the epoch; a slot never leased is inserted at epoch 1
+ * (`$inc` on a missing field). When the slot is live and someone else's (or
+ * already the owner's), the filter matches nothing and the upsert fails with a
+ * duplicate `_id`, which means "not taken".
+ */
+export function takeLeaseFilter(owner: string, slot: number, now: number): Filter<LeaseDoc> {
+  return { _id: slot, owner: { $ne: owner }, $or: [{ owner: null }, { until: { $lte: now } }] };
+}
+
+export function takeLeaseUpdate(owner: string, until: number): UpdateFilter<LeaseDoc> {
+  return { $set: { owner, until }, $inc: { epoch: 1 } };
+}
+
+export function releaseLeasesFilter(owner: string, slots: readonly number[]): Filter<LeaseDoc> {
+  return { _id: { $in: [...slots] }, owner };
+}
+
+export const RELEASE_LEASES_UPDATE: UpdateFilter<LeaseDoc> = Object.freeze({ $set: { owner: null, until: 0 } });
+
+// Claims
+
+/**
+ * Deliveries a claim may take, in the owner's live slots: pending and due, or
+ * in flight under an epoch older than the slot's (their claimer crashed or
+ * lost the slot). Slots sharing an epoch share one `$in`.
+ */
+export function claimableFilter(owned: readonly OwnedSlot[], request: ClaimRequest): Filter<DeliveryDoc> {
+  const slots = owned.map((o) => o.slot);
+  const byEpoch = new Map<number, number[]>();
+  for (const { slot, epoch } of owned) byEpoch.set(epoch, [...(byEpoch.get(epoch) ?? []), slot]);
+  const orphans: Filter<DeliveryDoc>[] = [...byEpoch].map(([epoch, inSlots]) => ({
+    status: 'in_flight',
+    slot: { $in: inSlots },
+    leaseEpoch: { $lt: epoch },
+  }));
+  const endpoint: Filter<DeliveryDoc> =
+    request.endpointId !== undefined
+      ? { endpointId: request.skipEndpointIds.includes(request.endpointId) ? { $in: [] } : request.endpointId }
+      : request.skipEndpointIds.length > 0
+        ? { endpointId: { $nin: [...request.skipEndpointIds] } }
+        : {};
+  return {
+    ...endpoint,
+    $or: [{ status: 'pending', slot: { $in: slots }, nextAttemptAt: { $lte: request.now } }, ...orphans],
+  };
+}
+
+/** The claimable deliveries of one endpoint in one slot (an endpoint lives in exactly one slot). */
+export function endpointClaimableFilter(endpointId: string, owned: OwnedSlot, now: number): Filter<DeliveryDoc> {
+  return {
+    endpointId,
+    slot: owned.slot,
+    $or: [
+      { status: 'pending', nextAttemptAt: { $lte: now } },
+      { status: 'in_flight', leaseEpoch: { $lt: owned.epoch } },
+    ],
+  };
+}
+
+/** The claim of one candidate, conditional on it still being claimable. */
+export function claimOneFilter(candidate: ClaimCandidate, owned: OwnedSlot, now: number): Filter<DeliveryDoc> {
+  return { _id: candidate._id, ...endpointClaimableFilter(candidate.endpointId, owned, now) };
+}
+
+export function claimUpdate(epoch: number, now: number, claimId: ObjectId): UpdateFilter<DeliveryDoc> {
+  return { $set: { status: 'in_flight', leaseEpoch: epoch, updatedAt: now, claimId } };
+}
+
+/**
+ * Picks what one claim takes: at most `perEndpoint` per endpoint (each
+ * endpoint's earliest due), then the earliest due overall up to `limit`, ties
+ * by id. Returns them in that order.
+ */
+export function pickClaims(candidates: readonly ClaimCandidate[], perEndpoint: number, limit: number): ClaimCandidate[] {
+  const sorted = [...candidates].sort(byDueThenId);
+  const taken = new Map<string, number>();
+  const picked: ClaimCandidate[] = [];
+  const seen = new Set<string>();
+  for (const candidate of sorted) {
+    if (picked.length >= limit) break;
+    if (seen.has(candidate._id)) continue;
+    const count = taken.get(candidate.endpointId) ?? 0;
+    if (count >= perEndpoint) continue;
+    taken.set(candidate.endpointId, count + 1);
+    seen.add(candidate._id);
+    picked.push(candidate);
+  }
+  return picked;
+}
+
+/**
+ * Of the busy endpoints (each with its earliest due time), those that can
+ * contribute to a claim of `limit`: an endpoint whose earliest delivery is not
+ * among the `limit` earliest endpoint-firsts cannot, since at least `limit`
+ * deliveries of other endpoints come before any of its own.
+ */
+export function endpointsWorthClaiming<T extends { readonly first: number; readonly endpointId: string }>(
+  busy: readonly T[],
+  limit: number,
+): T[] {
+  return [...busy].sort((a, b) => a.first - b.first || compareText(a.endpointId, b.endpointId)).slice(0, Math.max(0, limit));
+}
+
+export function byDueThenId(a: { nextAttemptAt: number; _id: string }, b: { nextAttemptAt: number; _id: string }): number {
+  return a.nextAttemptAt - b.nextAttemptAt || compareText(a._id, b._id);
+}
+
+// Settles
+
+/** The first half of the fence: the delivery is still in flight at the claim's epoch. */
+export function settleFilter(settlement: Settlement): Filter<DeliveryDoc> {
+  return { _id: settlement.deliveryId, status: 'in_flight', leaseEpoch: settlement.epoch };
+}
+
+/** The whole fence, on documents read inside the settle's transaction. */
+export function isCurrentClaim(
+  delivery: Pick<DeliveryDoc, 'status' | 'leaseEpoch' | 'slot'> | undefined,
+  lease: Pick<LeaseDoc, '_id' | 'epoch'> | undefined,
+  epoch: number,
+): boolean {
+  return (
+    delivery !== undefined &&
+    delivery.status === 'in_flight' &&
+    delivery.leaseEpoch === epoch &&
+    lease !== undefined &&
+    lease._id === delivery.slot &&
+    lease.epoch === epoch
+  );
+}
+
+/** The delivery's new state for each kind of settlement. An attempt is counted except on release. */
+export function settleUpdate(settlement: Settlement, now: number): UpdateFilter<DeliveryDoc> {
+  switch (settlement.kind) {
+    case 'delivered':
+      return {
+        $set: { status: 'delivered', lastError: settlement.attempt.error, deliveredAt: now, updatedAt: now },
+        $inc: { attempts: 1 },
+      };
+    case 'retry':
+      return {
+        $set: { status: 'pending', nextAttemptAt: settlement.nextAttemptAt, lastError: settlement.attempt.error, updatedAt: now },
+        $inc: { attempts: 1 },
+      };
+    case 'dead':
+      return { $set: { status: 'dead', lastError: settlement.attempt.error, updatedAt: now }, $inc: { attempts: 1 } };
+    case 'release':
+      return { $set: { status: 'pending', nextAttemptAt: settlement.nextAttemptAt, updatedAt: now } };
+  }
+}
+
+/** A success ends the endpoint's run of failures. */
+export function clearFailingFilter(endpointId: string): Filter<EndpointDoc> {
+  return { _id: endpointId, failingSince: { $ne: null } };
+}
+
+export const CLEAR_FAILING_UPDATE: UpdateFilter<EndpointDoc> = Object.freeze({ $set: { failingSince: null } });
+
+/** A failure starts a run of failures unless one is already running. */
+export function markFailingFilter(endpointId: string): Filter<EndpointDoc> {
+  return { _id: endpointId, failingSince: null };
+}
+
+export function markFailingUpdate(since: number): UpdateFilter<EndpointDoc> {
+  return { $set: { failingSince: since } };
+}
+
+// Endpoints
+
+/** `$set` of the fields the patch gives (undefined ones are left alone) and `updatedAt`. */
+export function endpointPatchUpdate(patch: EndpointPatch, now: number): UpdateFilter<EndpointDoc> {
+  const set: Partial<EndpointDoc> = { updatedAt: now };
+  if (patch.url !== undefined) set.url = patch.url;
+  if (patch.description !== undefined) set.description = patch.description;
+  if (patch.eventTypes !== undefined) set.eventTypes = [...patch.eventTypes];
+  if (patch.retry !== undefined) {
+    set.retry = 'schedule' in patch.retry ? { schedule: [...patch.retry.schedule] } : { preset: patch.retry.preset };
+  }
+  if (patch.timeoutMs !== undefined) set.timeoutMs = patch.timeoutMs;
+  if (patch.mode !== undefined) set.mode = patch.mode;
+  if (patch.concurrency !== undefined) set.concurrency = patch.concurrency;
+  if (patch.status !== undefined) set.status = patch.status;
+  if (patch.disabledReason !== undefined) set.disabledReason = patch.disabledReason;
+  if (patch.failingSince !== undefined) set.failingSince = patch.failingSince;
+  if (patch.secrets !== undefined) {
+    set.secrets = patch.secrets.map((s) => ({ secret: s.secret, createdAt: s.createdAt, expiresAt: s.expiresAt }));
+  }
+  return { $set: set };
+}
+
+/** Deleting an endpoint cancels what it had not delivered yet. */
+export function cancelDeliveriesFilter(endpointId: string): Filter<DeliveryDoc> {
+  return { endpointId, status: { $in: ['pending', 'in_flight'] } };
+}
+
+export function cancelDeliveriesUpdate(now: number): UpdateFilter<DeliveryDoc> {
+  return { $set: { status: 'cancelled', updatedAt: now } };
+}
+
+/** On re-enable: pending deliveries waiting for later become due now (earlier ones are left alone). */
+export function resumeDeliveriesFilter(endpointId: string, now: number): Filter<DeliveryDoc> {
+  return { endpointId, status: 'pending', nextAttemptAt: { $gt: now } };
+}
+
+export function resumeDeliveriesUpdate(now: number): UpdateFilter<DeliveryDoc> {
+  return { $set: { nextAttemptAt: now, updatedAt: now, wokeAt: now } };
+}
+
+// Listings
+
+/** `listDeliveries`: each filter field that is set, and the `after` cursor (older than it, ties by id). */
+export function deliveryListFilter(filter: DeliveryFilter): Filter<DeliveryDoc> {
+  const query: Filter<DeliveryDoc> = {};
+  if (filter.endpointId !== undefined) query.endpointId = filter.endpointId;
+  if (filter.tenantId !== undefined) query.tenantId = filter.tenantId;
+  if (filter.eventId !== undefined) query.eventId = filter.eventId;
+  if (filter.status !== undefined) query.status = filter.status;
+  if (filter.eventType !== undefined) query.eventType = filter.eventType;
+  const createdAt = rangeOf(filter.since, filter.until);
+  if (createdAt !== undefined) query.createdAt = createdAt;
+  if (filter.after !== undefined) {
+    query.$or = [
+      { createdAt: { $lt: filter.after.createdAt } },
+      { createdAt: filter.after.createdAt, _id: { $lt: filter.after.id } },
+    ];
+  }
+  return query;
+}
+
+/** Newest first, ties by id descending. */
+export const DELIVERY_LIST_SORT = Object.freeze({ createdAt: -1, _id: -1 } as const);
+
+/** `listDeadLetters` and replay by filter: unreplayed ones unless asked. */
+export function deadLetterListFilter(filter: DeadLetterFilter): Filter<DeadLetterDoc> {
+  const query: Filter<DeadLetterDoc> = {};
+  if (filter.endpointId !== undefined) query.endpointId = filter.endpointId;
+  if (filter.tenantId !== undefined) query.tenantId = filter.tenantId;
+  const createdAt = rangeOf(filter.since, filter.until);
+  if (createdAt !== undefined) query.createdAt = createdAt;
+  if (filter.includeReplayed !== true) query.replayedAt = null;
+  return query;
+}
+
+/** Newest first, ties by insertion order. */
+export const DEAD_LETTER_LIST_SORT = Object.freeze({ createdAt: -1, ord: -1 } as const);
+
+/** Keyset pagination for replay by filter: after `(createdAt, id)` in ascending order. */
+export function afterKeyFilter(after: { readonly createdAt: number; readonly id: string } | undefined): Filter<DeadLetterDoc> {
+  if (after === undefined) return {};
+  return { $or: [{ createdAt: { $gt: after.createdAt } }, { createdAt: after.createdAt, _id: { $gt: after.id } }] };
+}
+
+// Replay
+
+/** A dead delivery goes back to pending, due now, in a new round. */
+export function replayDeliveryFilter(deliveryId: string): Filter<DeliveryDoc> {
+  return { _id: deliveryId, status: 'dead' };
+}
+
+export function replayDeliveryUpdate(now: number): UpdateFilter<DeliveryDoc> {
+  return {
+    $set: { status: 'pending', attempts: 0, nextAttemptAt: now, lastError: null, deliveredAt: null, updatedAt: now, wokeAt: now },
+    $inc: { round: 1 },
+  };
+}
+
+// Retention
+
+/**
+ * Deliveries that keep an event from being purged: any not finished, or
+ * finished at or after the horizon.
+ */
+export function unfinishedDeliveriesFilter(eventIds: readonly string[], before: number): Filter<DeliveryDoc> {
+  return {
+    eventId: { $in: [...eventIds] },
+    $or: [{ status: { $nin: ['delivered', 'dead', 'cancelled'] } }, { updatedAt: { $gte: before } }],
+  };
+}
+
+// Helpers
+
+export function clampLimit(limit: number, max: number): number {
+  if (!Number.isFinite(limit)) return max;
+  return Math.min(Math.max(0, Math.floor(limit)), max);
+}
+
+/** Binary order of ids, as MongoDB's simple collation compares them (ids are ASCII). */
+export function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** A zero for every status, then the counts found. */
+export function countsByStatus(
+  statuses: readonly DeliveryStatus[],
+  found: readonly { readonly _id: unknown; readonly n: number }[],
+): Record<DeliveryStatus, number> {
+  const counts = Object.fromEntries(statuses.map((status) => [status, 0])) as Record<DeliveryStatus, number>;
+  for (const { _id, n } of found) {
+    if (typeof _id === 'string' && _id in counts) counts[_id as DeliveryStatus] = n;
+  }
+  return counts;
+}
+
+function rangeOf(since: number | undefined, until: number | undefined): { $gte?: number; $lt?: number } | undefined {
+  if (since === undefined && until === undefined) return undefined;
+  return { ...(since === undefined ? {} : { $gte: since }), ...(until === undefined ? {} : { $lt: until }) };
+}
+
+/**
+ * The slots worth an attempt to take, from the lease documents read just
+ * before: never leased, released, or expired and someone else's. Slots the
+ * owner holds are renewed separately; live leases of others are left alone.
+ * The take itself stays conditional ({@link takeLeaseFilter}), so a race
+ * with another process costs nothing but a refused upsert.
+ */
+export function slotsToTake(
+  slots: readonly number[],
+  current: readonly Pick<LeaseDoc, '_id' | 'owner' | 'until'>[],
+  owner: string,
+  now: number,
+): number[] {
+  const bySlot = new Map(current.map((lease) => [lease._id, lease]));
+  return [...new Set(slots)].filter((slot) => {
+    const lease = bySlot.get(slot);
+    if (lease === undefined) return true;
+    if (lease.owner === owner) return false;
+    return lease.owner === null || lease.until <= now;
+  });
+}

@@ -1,0 +1,258 @@
+/**
+ * The MongoDB schema, in one place: the collections, the shape of their
+ * documents and every index, shared by the store and by producers that
+ * publish into the outbox inside their own transactions. Times are epoch
+ * milliseconds (numbers), as everywhere in Herald; the two TTL indexes need a
+ * BSON date, so attempts and dead letters also carry `at` (a `Date` of
+ * `startedAt` / `createdAt`).
+ *
+ * {@link ensureSchema} creates the collections explicitly (MongoDB before 4.4
+ * cannot create one inside a transaction, and producers insert events inside
+ * theirs) and the indexes; any process may call it at any time.
+ */
+import type { Db, IndexDescription, ObjectId } from 'mongodb';
+import type { Outcome, RetrySpec, SigningSecret } from '../../model.ts';
+import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
+
+/** Bumped when a migration is needed; stored in `meta` under `schema_version`. */
+export const SCHEMA_VERSION = 1;
+
+export const Collections = {
+  META: 'meta',
+  ENDPOINTS: 'endpoints',
+  EVENTS: 'events',
+  DELIVERIES: 'deliveries',
+  ATTEMPTS: 'attempts',
+  DEAD_LETTERS: 'dead_letters',
+  LEASES: 'leases',
+  NODES: 'nodes',
+} as const;
+export type CollectionName = (typeof Collections)[keyof typeof Collections];
+
+/** `meta` keys. Resume tokens live under `resume_token:<key>`. */
+export const MetaKeys = {
+  SCHEMA_VERSION: 'schema_version',
+  SLOT_COUNT: 'slot_count',
+  RESUME_TOKEN_PREFIX: 'resume_token:',
+} as const;
+
+/** The delivery statuses after which nothing more happens to a delivery (until a replay). */
+export const TERMINAL_STATUSES = ['delivered', 'dead', 'cancelled'] as const;
+
+export interface MetaDoc {
+  _id: string;
+  value?: number;
+  /** A change stream resume token (opaque to Herald). */
+  token?: unknown;
+  savedAt?: number;
+}
+
+export interface EndpointDoc {
+  _id: string;
+  tenantId: string;
+  url: string;
+  description: string;
+  eventTypes: string[];
+  retry: RetrySpec;
+  timeoutMs: number;
+  mode: string;
+  concurrency: number;
+  status: string;
+  disabledReason: string | null;
+  failingSince: number | null;
+  secrets: SigningSecret[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface EventDoc {
+  _id: string;
+  tenantId: string;
+  type: string;
+  payload: string;
+  createdAt: number;
+  endpointId: string | null;
+  /** False until fan-out; the partial index `events_unfanned` holds only these. */
+  fannedOut: boolean;
+  fannedOutAt: number | null;
+  /** Insertion order among events created in the same millisecond (ObjectIds increase within a process). */
+  ord: ObjectId;
+}
+
+export interface DeliveryDoc {
+  _id: string;
+  eventId: string;
+  endpointId: string;
+  tenantId: string;
+  eventType: string;
+  slot: number;
+  status: string;
+  attempts: number;
+  round: number;
+  nextAttemptAt: number;
+  leaseEpoch: number;
+  lastError: string | null;
+  createdAt: number;
+  updatedAt: number;
+  deliveredAt: number | null;
+  /** Which claim took it last: lets one bulk claim read back exactly what it won. */
+  claimId?: ObjectId;
+  /**
+   * Set by the writes that make work due for whoever owns the slot (replay,
+   * resume), so the change feed can pick them out of all the updates.
+   */
+  wokeAt?: number;
+}
+
+export interface AttemptDoc {
+  _id?: ObjectId;
+  deliveryId: string;
+  number: number;
+  round: number;
+  startedAt: number;
+  durationMs: number;
+  outcome: Outcome;
+  error: string | null;
+  /** `startedAt` as a date, for the TTL index. */
+  at: Date;
+}
+
+export interface DeadLetterDoc {
+  _id: string;
+  deliveryId: string;
+  eventId: string;
+  endpointId: string;
+  tenantId: string;
+  eventType: string;
+  payload: string;
+  reason: string;
+  lastOutcome: Outcome;
+  /** The delivery's round that died, so a dead letter lists that round's attempts. */
+  round: number;
+  createdAt: number;
+  replayedAt: number | null;
+  /** Insertion order among dead letters created in the same millisecond. */
+  ord: ObjectId;
+  /** `createdAt` as a date, for the TTL index. */
+  at: Date;
+}
+
+/** `owner` is null once released: anyone takes the slot at once, with the next epoch. */
+export interface LeaseDoc {
+  _id: number;
+  owner: string | null;
+  until: number;
+  epoch: number;
+}
+
+export interface NodeDoc {
+  _id: string;
+  startedAt: number;
+  seenAt: number;
+}
+
+/** The names of the two TTL indexes, whose `expireAfterSeconds` follows the retention setting. */
+export const TTL_INDEXES = [
+  { collection: Collections.ATTEMPTS, name: 'attempts_ttl' },
+  { collection: Collections.DEAD_LETTERS, name: 'dead_letters_ttl' },
+] as const;
+
+/** The largest `expireAfterSeconds` MongoDB accepts. */
+export const MAX_TTL_SECONDS = 2_147_483_647;
+
+/**
+ * Every index, per collection. `retentionSeconds` is the TTL of attempts and
+ * dead letters, or `null` for no TTL index (then only `purge()` deletes them).
+ */
+export function indexSpecs(retentionSeconds: number | null): Readonly<Record<CollectionName, readonly IndexDescription[]>> {
+  const ttl = (name: string): IndexDescription[] =>
+    retentionSeconds === null ? [] : [{ key: { at: 1 }, name, expireAfterSeconds: retentionSeconds }];
+  return {
+    [Collections.META]: [],
+    [Collections.ENDPOINTS]: [{ key: { tenantId: 1 }, name: 'endpoints_tenant' }],
+    [Collections.EVENTS]: [
+      // Partial: the fan-out loop reads only the few events still waiting, never the whole history.
+      { key: { createdAt: 1, ord: 1 }, name: 'events_unfanned', partialFilterExpression: { fannedOut: false } },
+      { key: { createdAt: 1 }, name: 'events_created' },
+    ],
+    [Collections.DELIVERIES]: [
+      // Claims and nextDueAt walk pending deliveries in due order, per owned slot.
+      { key: { status: 1, slot: 1, nextAttemptAt: 1 }, name: 'deliveries_due' },
+      { key: { status: 1, nextAttemptAt: 1 }, name: 'deliveries_next' },
+      // A claim takes the first few due deliveries of each busy endpoint.
+      { key: { endpointId: 1, status: 1, nextAttemptAt: 1 }, name: 'deliveries_endpoint_due' },
+      // Orphans: in flight under an older epoch than the slot's.
+      { key: { status: 1, slot: 1, leaseEpoch: 1 }, name: 'deliveries_in_flight' },
+      // A bulk claim reads back what it won.
+      { key: { claimId: 1 }, name: 'deliveries_claim', sparse: true },
+      // The delivery log, newest first, and per endpoint.
+      { key: { createdAt: -1, _id: -1 }, name: 'deliveries_created' },
+      { key: { endpointId: 1, createdAt: -1 }, name: 'deliveries_endpoint' },
+      { key: { eventId: 1 }, name: 'deliveries_event' },
+    ],
+    [Collections.ATTEMPTS]: [
+      { key: { deliveryId: 1, round: 1, number: 1 }, name: 'attempts_delivery' },
+      { key: { startedAt: 1 }, name: 'attempts_started' },
+      ...ttl('attempts_ttl'),
+    ],
+    [Collections.DEAD_LETTERS]: [
+      { key: { createdAt: -1, ord: -1 }, name: 'dead_letters_created' },
+      { key: { endpointId: 1, createdAt: -1 }, name: 'dead_letters_endpoint' },
+      { key: { eventId: 1 }, name: 'dead_letters_event' },
+      ...ttl('dead_letters_ttl'),
+    ],
+    [Collections.LEASES]: [{ key: { owner: 1 }, name: 'leases_owner' }],
+    [Collections.NODES]: [{ key: { seenAt: 1 }, name: 'nodes_seen' }],
+  };
+}
+
+/** `retentionMs` as a TTL in whole seconds (at least 1, at most MongoDB's limit), or null for none. */
+export function retentionSeconds(retentionMs: number | null): number | null {
+  if (retentionMs === null) return null;
+  return Math.min(MAX_TTL_SECONDS, Math.max(1, Math.ceil(retentionMs / 1_000)));
+}
+
+/**
+ * Creates the collections and indexes if missing and records the schema
+ * version. A TTL index whose `expireAfterSeconds` differs from the setting is
+ * changed in place (`collMod`); a TTL index no longer wanted is dropped.
+ */
+export async function ensureSchema(db: Db, options: { readonly retentionMs: number | null }): Promise<void> {
+  const existing = new Set((await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name));
+  for (const name of Object.values(Collections)) {
+    if (existing.has(name)) continue;
+    try {
+      await db.createCollection(name);
+    } catch (error) {
+      // Another process created it in between.
+      if (serverErrorCode(error) !== MongoErrorCode.NAMESPACE_EXISTS) throw error;
+    }
+  }
+  const seconds = retentionSeconds(options.retentionMs);
+  const specs = indexSpecs(seconds);
+  for (const name of Object.values(Collections)) {
+    const wanted = specs[name];
+    if (wanted.length === 0) continue;
+    try {
+      await db.collection(name).createIndexes([...wanted]);
+    } catch (error) {
+      if (serverErrorCode(error) !== MongoErrorCode.INDEX_OPTIONS_CONFLICT) throw error;
+      // Only the TTL can differ from what an earlier start created: change it, then retry.
+      for (const ttl of TTL_INDEXES.filter((t) => t.collection === name)) {
+        if (seconds !== null) {
+          await db.command({ collMod: name, index: { name: ttl.name, expireAfterSeconds: seconds } });
+        }
+      }
+      await db.collection(name).createIndexes([...wanted]);
+    }
+  }
+  if (seconds === null) {
+    for (const ttl of TTL_INDEXES) {
+      const indexes = await db.collection(ttl.collection).indexes();
+      if (indexes.some((index) => index.name === ttl.name)) await db.collection(ttl.collection).dropIndex(ttl.name);
+    }
+  }
+  await db
+    .collection<MetaDoc>(Collections.META)
+    .updateOne({ _id: MetaKeys.SCHEMA_VERSION }, { $setOnInsert: { value: SCHEMA_VERSION } }, { upsert: true });
+}

@@ -1,0 +1,189 @@
+/**
+ * What every benchmark scenario shares: the sink in its own process, a Herald
+ * on a throwaway data folder, percentiles, progress lines, bounded waits.
+ *
+ * Benchmarks use real time (they are not tests): Herald runs on systemClock,
+ * may reach 127.0.0.0/8 only, logs nothing.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { resolveConfig, type ConfigOverrides } from '../../lib/config/config.ts';
+import { Herald } from '../../lib/herald.ts';
+
+/** Epoch ms with sub-millisecond resolution, comparable across processes on this machine. */
+export const preciseNow = (): number => performance.timeOrigin + performance.now();
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A progress line for the runner (over IPC when forked, else on stderr). */
+export function progress(text: string): void {
+  if (process.send !== undefined) process.send({ type: 'progress', text });
+  else process.stderr.write(`  … ${text}\n`);
+}
+
+export interface ScenarioOptions {
+  readonly quick: boolean;
+}
+
+export type ScenarioResult = Record<string, unknown>;
+
+// The sink ------------------------------------------------------------------
+
+export interface SinkConfig {
+  readonly status?: number;
+  readonly delayMs?: number;
+  readonly record?: 'count' | 'times' | 'ids';
+}
+
+export interface SinkTake {
+  readonly count: number;
+  readonly times: number[];
+  readonly ids: string[];
+}
+
+export interface SinkProcess {
+  readonly url: string;
+  readonly port: number;
+  configure(config: SinkConfig): void;
+  /** What arrived since the last take (and forgets it). */
+  take(): Promise<SinkTake>;
+  close(): Promise<void>;
+}
+
+const SINK_FILE = fileURLToPath(new URL('./sink-process.ts', import.meta.url));
+
+/** Forks the sink (node:http on 127.0.0.1, a free port) and waits until it listens. */
+export async function startSinkProcess(config: SinkConfig = {}): Promise<SinkProcess> {
+  const child: ChildProcess = fork(SINK_FILE, [JSON.stringify(config)], {
+    execArgv: process.execArgv.filter((arg) => arg !== '--expose-gc' && !arg.startsWith('--cpu-prof')),
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('sink did not start within 20 s')), 20_000);
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`sink exited with ${code}`)));
+    child.on('message', (message: { type: string; port?: number }) => {
+      if (message.type === 'listening') {
+        clearTimeout(timer);
+        resolve(message.port ?? 0);
+      }
+    });
+  });
+  child.removeAllListeners('exit');
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    configure: (next) => void child.send({ type: 'configure', ...next }),
+    take: () =>
+      new Promise<SinkTake>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('sink did not answer take within 30 s')), 30_000);
+        const onMessage = (message: { type: string } & SinkTake): void => {
+          if (message.type !== 'taken') return;
+          clearTimeout(timer);
+          child.off('message', onMessage);
+          resolve(message);
+        };
+        child.on('message', onMessage);
+        child.send({ type: 'take' });
+      }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        const timer = setTimeout(() => {
+          child.kill('SIGKILL');
+          resolve();
+        }, 5_000);
+        child.once('exit', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        child.send({ type: 'close' });
+      }),
+  };
+}
+
+// Herald ----------------------------------------------------------------------
+
+export interface BenchHerald {
+  readonly herald: Herald;
+  readonly dbPath: string;
+  /** A producer's own connection to the same file (the outbox pattern). */
+  readonly producerDb: Database.Database;
+  close(): Promise<void>;
+}
+
+/** A Herald on a temp data folder: systemClock, 127.0.0.0/8 allowed, silent. Not started. */
+export async function openBenchHerald(overrides: ConfigOverrides = {}): Promise<BenchHerald> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'herald-bench-'));
+  const dbPath = join(dataDir, 'herald.db');
+  const config = resolveConfig(
+    { store: `sqlite:${dbPath}`, dataDir, port: 0, allowNetworks: ['127.0.0.0/8'], logLevel: 'silent' },
+    overrides,
+  );
+  const herald = await Herald.open(config);
+  herald.events.on('failure', (e) => progress(`engine failure in ${e.where}: ${String(e.error)}`));
+  const producerDb = new Database(dbPath);
+  producerDb.pragma('busy_timeout = 5000');
+  return {
+    herald,
+    dbPath,
+    producerDb,
+    async close() {
+      await herald.close();
+      producerDb.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A JSON payload of about `bytes` bytes. */
+export function payloadOf(bytes: number, n: number): Record<string, unknown> {
+  const head = { n, kind: 'bench', at: 0 };
+  const pad = Math.max(0, bytes - JSON.stringify({ ...head, pad: '' }).length);
+  return { ...head, pad: 'x'.repeat(pad) };
+}
+
+// Numbers -------------------------------------------------------------------
+
+/** Nearest-rank percentile of unsorted values; NaN when empty. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = Float64Array.from(values).sort();
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank]!;
+}
+
+export const round = (value: number, digits = 2): number => {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+};
+
+export const MB = 1024 * 1024;
+
+export function memory(): { rssMB: number; heapUsedMB: number } {
+  const m = process.memoryUsage();
+  return { rssMB: round(m.rss / MB, 1), heapUsedMB: round(m.heapUsed / MB, 1) };
+}
+
+export function gc(): void {
+  const collect = (globalThis as { gc?: () => void }).gc;
+  if (collect !== undefined) {
+    collect();
+    collect();
+  }
+}
+
+/** Polls `done` every `everyMs` until it is true or `timeoutMs` passes; returns whether it became true. */
+export async function waitFor(done: () => boolean | Promise<boolean>, timeoutMs: number, everyMs = 50): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await done()) return true;
+    await sleep(everyMs);
+  }
+  return done();
+}

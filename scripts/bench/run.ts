@@ -1,0 +1,125 @@
+/**
+ * `npm run bench [-- --quick] [-- --only=throughput,latency]`: runs every
+ * scenario, each in its own process (a clean heap; `--expose-gc` where heap is measured), prints a
+ * table with ratios against the baselines measured in the same run, and
+ * writes the same as JSON to `bench-results.json` at the repository root.
+ *
+ * `--quick` is a smoke run (smaller sizes, under 2 minutes); the full run
+ * takes under 15. Real time, 127.0.0.1 only, a sink in a child process.
+ */
+import { fork } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+const SCENARIOS = ['throughput', 'latency', 'isolation', 'signing', 'timers', 'endpoints', 'recovery', 'cluster'] as const;
+/** Hard bound per scenario process: past it, the scenario is killed and reported as failed. */
+/** Scenarios that read the heap after a full GC; the others must not get --expose-gc, which worker threads (the signing pool) refuse. */
+const NEEDS_GC: ReadonlySet<string> = new Set(['timers', 'endpoints']);
+const SCENARIO_LIMIT_MS = { quick: 60_000, full: 420_000 };
+
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const only = args.find((arg) => arg.startsWith('--only='))?.slice('--only='.length).split(',');
+const chosen = SCENARIOS.filter((name) => only === undefined || only.includes(name));
+const CHILD = fileURLToPath(new URL('./scenario-child.ts', import.meta.url));
+const OUT = fileURLToPath(new URL('../../bench-results.json', import.meta.url));
+
+type Result = Record<string, unknown>;
+const t0 = Date.now();
+const stamp = (): string => `[${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s]`;
+
+function runScenario(name: string): Promise<Result> {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const child = fork(CHILD, [name, ...(quick ? ['--quick'] : [])], {
+      execArgv: [...process.execArgv, ...(NEEDS_GC.has(name) ? ['--expose-gc'] : [])],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    let result: Result | undefined;
+    const limit = setTimeout(() => {
+      console.log(`${stamp()} ${name}: over ${(quick ? SCENARIO_LIMIT_MS.quick : SCENARIO_LIMIT_MS.full) / 1000} s, stopped`);
+      result = { error: 'time limit reached', met: false };
+      child.kill('SIGKILL');
+    }, quick ? SCENARIO_LIMIT_MS.quick : SCENARIO_LIMIT_MS.full);
+    child.on('message', (message: { type: string; text?: string; result?: Result; message?: string }) => {
+      if (message.type === 'progress') console.log(`${stamp()} ${name}: ${message.text}`);
+      else if (message.type === 'result') result = message.result;
+      else if (message.type === 'error') result = { error: message.message, met: false };
+    });
+    child.on('exit', (code) => {
+      clearTimeout(limit);
+      const out = result ?? { error: `exited with ${code}`, met: false };
+      console.log(`${stamp()} ${name}: done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      resolve({ ...out, seconds: Math.round((Date.now() - started) / 100) / 10 });
+    });
+  });
+}
+
+const machine = {
+  cpus: os.cpus().length,
+  cpuModel: os.cpus()[0]?.model ?? 'unknown',
+  memoryGB: Math.round(os.totalmem() / 2 ** 30),
+  node: process.version,
+  platform: `${os.platform()} ${os.release()}`,
+  loadAverage: os.loadavg().map((x) => Math.round(x * 100) / 100),
+  quick,
+  startedAt: new Date().toISOString(),
+};
+console.log(`Herald bench${quick ? ' (quick)' : ''}: ${chosen.join(', ')}\n${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}, load ${machine.loadAverage.join(' ')}\n`);
+
+const scenarios: Record<string, Result> = {};
+for (const name of chosen) {
+  console.log(`${stamp()} ${name}: starting`);
+  scenarios[name] = await runScenario(name);
+}
+
+writeFileSync(OUT, `${JSON.stringify({ machine, scenarios }, null, 2)}\n`);
+
+// The table: ratios first, then this machine's absolute figures.
+const fmt = (value: unknown, unit = ''): string => (typeof value === 'number' && Number.isFinite(value) ? `${value}${unit}` : '—');
+const rows: Array<[string, string, string, string, string]> = [];
+const verdict = (r: Result): string => (r.met === true ? 'met' : r.met === false ? 'MISSED' : '—');
+for (const [name, r] of Object.entries(scenarios)) {
+  if (typeof r.error === 'string') {
+    rows.push([name, 'error', r.error.split('\n')[0]!.slice(0, 60), '', 'MISSED']);
+    continue;
+  }
+  switch (name) {
+    case 'throughput':
+      rows.push([name, `ratio ${fmt(r.ratio)}`, `${fmt(r.eventsPerSec)} ev/s vs raw undici ${fmt(r.baselinePerSec)} req/s (${fmt(r.events)} events)`, 'ratio ≥ 0.5', verdict(r)]);
+      break;
+    case 'latency':
+      rows.push([name, '—', `p50 ${fmt(r.p50Ms, ' ms')}, p99 ${fmt(r.p99Ms, ' ms')}, max ${fmt(r.maxMs, ' ms')} at ${fmt(r.ratePerSec)}/s`, 'p50 ≤ 10 ms, p99 ≤ 50 ms', verdict(r)]);
+      break;
+    case 'isolation':
+      rows.push([name, `ratio ${fmt(r.ratio)}`, `healthy p99 ${fmt(r.healthyP99WithSlowMs, ' ms')} with the slow one, ${fmt(r.healthyP99WithoutMs, ' ms')} without`, 'ratio ≤ 1.2', verdict(r)]);
+      break;
+    case 'signing': {
+      const small = r['1KiB'] as Result;
+      const big = r['64KiB'] as Result;
+      rows.push([name, `1 KiB ${fmt(small?.ratio)}×, 64 KiB ${fmt(big?.ratio)}×`, `main thread µs/signature: 1 KiB ${fmt(small?.poolMainThreadUsPerSignature)} vs inline ${fmt(small?.inlineUsPerSignature)}; 64 KiB ${fmt(big?.poolMainThreadUsPerSignature)} vs ${fmt(big?.inlineUsPerSignature)}`, '≤ 1.0× / ≤ 0.25×', verdict(r)]);
+      break;
+    }
+    case 'timers':
+      rows.push([name, `schedule ${fmt(r.scheduleRatio)}×, heap ${fmt(r.heapRatio)}×`, `${fmt(r.schedulePerSec)}/s, heap ${fmt(r.heapMB, ' MB')}, 24 h advanced in ${fmt(r.advance24hMs, ' ms')}; setTimeout ${fmt(r.baselineSchedulePerSec)}/s, ${fmt(r.baselineHeapMB, ' MB')}`, 'heap ≤ 100 MB, ≥ 2 M/s', verdict(r)]);
+      break;
+    case 'endpoints':
+      rows.push([name, '—', `${fmt(r.endpoints)} endpoints: peak RSS ${fmt(r.peakRssMB, ' MB')} (heap ${fmt(r.peakHeapMB, ' MB')}), settled ${fmt(r.settledRssMB, ' MB')} (heap ${fmt(r.settledHeapMB, ' MB')}), actors ${fmt(r.actorsAtPeak)} → ${fmt(r.actorsAfterEviction)}`, '≤ 200 MB RSS', verdict(r)]);
+      break;
+    case 'recovery':
+      rows.push([name, `peak/mean ${fmt(r.peakToMean)}`, `peak ${fmt(r.peakPerSec)}/s, mean ${fmt(r.meanPerSec)}/s over ${fmt(r.recoverySeconds, ' s')}`, 'peak ≤ 3 × mean', verdict(r)]);
+      break;
+    case 'cluster':
+      rows.push([name, String(r.status ?? '—'), String(r.reason ?? ''), 'report', '—']);
+      break;
+    default:
+      rows.push([name, '—', JSON.stringify(r).slice(0, 60), '', verdict(r)]);
+  }
+}
+const header: [string, string, string, string, string] = ['scenario', 'ratio', 'this machine', 'target', 'verdict'];
+const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+const line = (cells: readonly string[]): string => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+console.log(`\n${line(header)}\n| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |`);
+for (const row of rows) console.log(line(row));
+console.log(`\nwritten to bench-results.json (${((Date.now() - t0) / 1000).toFixed(0)} s)`);

@@ -1,0 +1,122 @@
+/**
+ * Throughput: N events over 100 endpoints (addressed directly), signing on,
+ * the SQLite store, the sink answering 200 at once. Delivered events/s from
+ * the first publish to the last settle.
+ *
+ * Baseline, in the same run: a raw undici Pool posting the same bodies to the
+ * same sink paths with the same connection budget (Herald's
+ * `connectionsPerOrigin`, all endpoints share the sink's origin) and the same
+ * requests in flight (`maxInFlight`). Run before and after Herald; the mean is
+ * the baseline, so drift of a noisy machine hits both sides.
+ */
+import { Pool } from 'undici';
+import { publish } from '../../../lib/producer/sqlite-publish.ts';
+import { openBenchHerald, payloadOf, progress, round, startSinkProcess, waitFor, type ScenarioOptions, type ScenarioResult } from '../harness.ts';
+
+const ENDPOINTS = 100;
+const BODY_BYTES = 1024;
+const PUBLISH_BATCH = 1_000;
+
+export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
+  const events = options.quick ? 2_000 : 50_000;
+  const timeoutMs = options.quick ? 25_000 : 300_000;
+  const sink = await startSinkProcess({ record: 'count' });
+  try {
+    const bodies = Array.from({ length: events }, (_, n) => JSON.stringify(payloadOf(BODY_BYTES, n)));
+    const paths = Array.from({ length: ENDPOINTS }, (_, i) => `/ep/${i}`);
+
+    progress(`baseline: raw undici Pool, ${events} POSTs (after a warm-up)`);
+    await baseline(sink.url, paths, bodies.slice(0, 2_000), 16, 256);
+    const before = await baseline(sink.url, paths, bodies, 16, 256);
+    await sink.take();
+
+    progress(`Herald: ${events} events over ${ENDPOINTS} endpoints`);
+    const herald = await heraldRun(sink.url, paths, bodies, timeoutMs);
+    const taken = await sink.take();
+
+    progress('baseline again');
+    const after = await baseline(sink.url, paths, bodies, 16, 256);
+    const baselinePerSec = (before + after) / 2;
+    return {
+      events,
+      endpoints: ENDPOINTS,
+      bodyBytes: BODY_BYTES,
+      eventsPerSec: round(herald.eventsPerSec, 0),
+      baselinePerSec: round(baselinePerSec, 0),
+      ratio: round(herald.eventsPerSec / baselinePerSec, 3),
+      baselineRuns: [round(before, 0), round(after, 0)],
+      delivered: herald.delivered,
+      sinkRequests: taken.count,
+      seconds: round(herald.seconds, 2),
+      complete: herald.delivered === events,
+      target: 'ratio >= 0.5',
+      met: herald.eventsPerSec / baselinePerSec >= 0.5 && herald.delivered === events,
+    };
+  } finally {
+    await sink.close();
+  }
+}
+
+/** Posts every body once, keeping `inFlight` requests out; returns requests/s. */
+export async function baseline(origin: string, paths: readonly string[], bodies: readonly string[], connections: number, inFlight: number): Promise<number> {
+  const pool = new Pool(origin, { connections, pipelining: 1 });
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < bodies.length) {
+      const n = next++;
+      const { body } = await pool.request({
+        path: paths[n % paths.length]!,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'webhook-id': `evt_${n}` },
+        body: bodies[n]!,
+      });
+      await body.dump();
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  await pool.close();
+  return bodies.length / seconds;
+}
+
+async function heraldRun(origin: string, paths: readonly string[], bodies: readonly string[], timeoutMs: number) {
+  const bench = await openBenchHerald();
+  const { herald, producerDb } = bench;
+  try {
+    const ids: string[] = [];
+    for (const path of paths) {
+      const { endpoint } = await herald.createEndpoint({ tenantId: 'bench', url: `${origin}${path}` });
+      ids.push(endpoint.id);
+    }
+    let delivered = 0;
+    let lastSettle = 0;
+    herald.events.on('attempt', (e) => {
+      if (e.applied && e.settlement.kind === 'delivered' && ++delivered === bodies.length) lastSettle = performance.now();
+    });
+    await herald.start();
+    const started = performance.now();
+    for (let i = 0; i < bodies.length; i += PUBLISH_BATCH) {
+      const batch = [];
+      for (let n = i; n < Math.min(bodies.length, i + PUBLISH_BATCH); n++) {
+        batch.push({ tenantId: 'bench', type: 'bench.event', endpointId: ids[n % ids.length]!, payload: JSON.parse(bodies[n]!) as unknown });
+      }
+      publish(producerDb, batch, {});
+      herald.signal();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    let reported = 0;
+    await waitFor(() => {
+      if (delivered - reported >= bodies.length / 5) {
+        reported = delivered;
+        progress(`Herald: ${delivered}/${bodies.length} delivered`);
+      }
+      return delivered >= bodies.length;
+    }, timeoutMs, 100);
+    const end = lastSettle > 0 ? lastSettle : performance.now();
+    const seconds = (end - started) / 1000;
+    return { eventsPerSec: delivered / seconds, seconds, delivered };
+  } finally {
+    await bench.close();
+  }
+}

@@ -1,0 +1,191 @@
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { StatusServer } from '../../lib/status/status-server.ts';
+import { attemptsSeen, closedPort, startHerald, startServer, type TestHerald, type TestServer } from '../support/harness.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const TOKEN = 'cli-admin-token-0123456789';
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly json: any;
+}
+
+describe('herald ops commands (CLI against a running status port)', () => {
+  let t: TestHerald;
+  let server: StatusServer;
+  let url: string;
+  let sink: TestServer;
+  let answer = 200;
+
+  // A fresh node per test: the root hook allows no server to outlive its test.
+  beforeEach(async () => {
+    answer = 200;
+    t = await startHerald({ breaker: { volumeThreshold: 1_000 } });
+    server = new StatusServer(t.herald, { host: '127.0.0.1', port: 0, adminToken: TOKEN, clock: t.clock });
+    url = await server.listen();
+    sink = await startServer(() => ({ status: answer }));
+  });
+
+  afterEach(async () => {
+    await server.close();
+    await sink.close();
+    await t.close();
+  });
+
+  /** `herald <args>` as a child process, with HERALD_URL and HERALD_ADMIN_TOKEN unless `env` says otherwise. */
+  async function herald(args: readonly string[], env: Record<string, string> = {}): Promise<Run> {
+    const clean: Record<string, string> = {};
+    for (const [key, value] of Object.entries(process.env)) if (value !== undefined && !key.startsWith('HERALD_')) clean[key] = value;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'lib/cli/main.ts', ...args], {
+      cwd: ROOT,
+      env: { ...clean, HERALD_URL: url, HERALD_ADMIN_TOKEN: TOKEN, HERALD_DATA_DIR: '/nonexistent', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const [code] = (await once(child, 'close')) as [number | null];
+    let json: unknown;
+    if (args.includes('--json') && code === 0) {
+      try {
+        json = JSON.parse(stdout);
+      } catch {
+        expect.fail(`herald ${args.join(' ')} printed no JSON: ${stdout} ${stderr}`);
+      }
+    }
+    return { code, stdout, stderr, json };
+  }
+
+  function ok(run: Run): Run {
+    expect(run.code, `${run.stdout}\n${run.stderr}`).to.equal(0);
+    return run;
+  }
+
+  describe('endpoints', () => {
+    it('adds, lists, shows, disables, enables and rotates, with tables for people and --json for scripts', async () => {
+      const added = ok(await herald(['endpoints', 'add', `${sink.url}/a`, '--tenant', 'acme', '--event-types', 'order.*,invoice.paid', '--retry', 'aggressive', '--json']));
+      const id = added.json.id as string;
+      expect(added.json).to.include({ tenantId: 'acme', status: 'enabled' });
+      expect(added.json.secret).to.match(/^whsec_/);
+      expect(added.json.eventTypes).to.deep.equal(['order.*', 'invoice.paid']);
+
+      const [list, listJson, show, human, disabled] = await Promise.all([
+        herald(['endpoints', 'list']),
+        herald(['endpoints', 'list', '--tenant', 'acme', '--json']),
+        herald(['endpoints', 'show', id]),
+        herald(['endpoints', 'add', `${sink.url}/b`, '--tenant', 'acme', '--id', 'ep_cli_b']),
+        herald(['endpoints', 'disable', id]),
+      ]);
+      expect(ok(list).stdout).to.match(/^ID\s+TENANT\s+STATUS\s+URL/);
+      expect(list.stdout).to.include(id).and.include('order.*,invoice.paid').and.not.include('whsec_');
+      expect(ok(listJson).json.map((e: { id: string }) => e.id)).to.include(id);
+      expect(ok(show).stdout).to.match(/^id:\s+ep_/m).and.match(/retry:\s+aggressive/).and.not.include('whsec_');
+      expect(ok(human).stdout).to.include('ep_cli_b').and.match(/Secret \(shown once.*\): whsec_/);
+
+      expect(ok(disabled).stdout).to.equal(`Endpoint ${id} disabled.\n`);
+      expect((await t.herald.getEndpoint(id)).status).to.equal('disabled');
+      const [enabled, rotated] = await Promise.all([herald(['endpoints', 'enable', id, '--json']), herald(['endpoints', 'rotate-secret', id, '--json'])]);
+      expect(ok(enabled).json).to.include({ id, status: 'enabled' });
+      ok(rotated);
+      expect(rotated.json.secret).to.match(/^whsec_/).and.not.equal(added.json.secret);
+      expect(rotated.json.secretCount).to.equal(2);
+    });
+  });
+
+  describe('publish, deliveries and status', () => {
+    it('publishes, lists the delivery log (walking pages), shows attempts and the node', async () => {
+      answer = 200;
+      const { endpoint } = await t.herald.createEndpoint({ tenantId: 'globex', url: `${sink.url}/p` });
+      const before = t.attempts.length;
+      const published = await Promise.all(
+        [1, 2, 3].map((n) => herald(['publish', '--tenant', 'globex', '--type', 'order.paid', '--payload', `{"n":${n}}`, '--json'])),
+      );
+      const eventIds = published.map((run) => ok(run).json.id as string);
+      await attemptsSeen(t, before + 3);
+      await t.herald.idle();
+
+      const deliveryId = (await t.herald.listDeliveries({ endpointId: endpoint.id }))[0]?.id ?? '?';
+      const [log, table, typed, status, statusJson, attempts] = await Promise.all([
+        herald(['deliveries', '--endpoint', endpoint.id, '--since', '7d', '--json']),
+        herald(['deliveries', '--tenant', 'globex', '--limit', '2']),
+        herald(['deliveries', '--type', 'nothing.here', '--json']),
+        herald(['status']),
+        herald(['status', '--json']),
+        herald(['deliveries', 'attempts', deliveryId, '--json']),
+      ]);
+      expect(ok(log).json.data.map((d: { eventId: string }) => d.eventId).sort()).to.deep.equal([...eventIds].sort());
+      expect(log.json.data.every((d: { status: string }) => d.status === 'delivered')).to.equal(true);
+      expect(ok(table).stdout.split('\n').filter((l) => l.includes('delivered'))).to.have.length(2);
+      expect(table.stdout).to.include('more; raise --limit');
+      expect(ok(typed).json.data).to.deep.equal([]);
+      expect(ok(status).stdout).to.match(/^node:\s+node_/m).and.match(/store:\s+reachable/);
+      expect(ok(statusJson).json).to.include({ node: t.herald.nodeId });
+
+      expect(ok(attempts).json).to.have.length(1);
+      expect(attempts.json[0].outcome).to.include({ status: 200 });
+    });
+  });
+
+  describe('dlq', () => {
+    it('lists, dry-runs, and replays in pages with progress on stderr', async () => {
+      answer = 410;
+      const { endpoint } = await t.herald.createEndpoint({ tenantId: 'initech', url: `${sink.url}/dlq` });
+      const before = t.attempts.length;
+      await t.herald.publish([1, 2, 3].map((n) => ({ tenantId: 'initech', type: 'a.b', payload: { n } })));
+      await attemptsSeen(t, before + 3);
+      await t.herald.idle();
+
+      const [list, dry] = await Promise.all([
+        herald(['dlq', 'list', '--endpoint', endpoint.id, '--json']),
+        herald(['dlq', 'replay', '--endpoint', endpoint.id, '--dry-run', '--json']),
+      ]);
+      expect(ok(list).json).to.have.length(3);
+      expect(ok(dry).json).to.include({ dryRun: true, matching: 3, more: false });
+      expect((await t.herald.listDeadLetters({ endpointId: endpoint.id })).length).to.equal(3);
+
+      answer = 200;
+      const replay = ok(await herald(['dlq', 'replay', '--endpoint', endpoint.id, '--since', '1d', '--page-size', '2', '--json']));
+      expect(replay.json.replayed).to.equal(3);
+      expect(replay.json.skipped).to.deep.equal([]);
+      expect(replay.stderr.trim().split('\n')).to.deep.equal(['2 dead letters replayed', '3 dead letters replayed']);
+      await attemptsSeen(t, before + 6);
+      await t.herald.idle();
+      expect((await t.herald.listDeliveries({ endpointId: endpoint.id })).map((d) => d.status)).to.deep.equal(['delivered', 'delivered', 'delivered']);
+
+      const again = ok(await herald(['dlq', 'replay', '--endpoint', endpoint.id]));
+      expect(again.stdout).to.equal('Replayed 0 dead letter(s).\n');
+    });
+  });
+
+  describe('errors', () => {
+    it('exits 2 with the usage on bad arguments, and 1 with the API message on API errors', async () => {
+      const [noFilter, badSince, badAction, badFlag, missing, wrongToken, unreachable, noToken] = await Promise.all([
+        herald(['dlq', 'replay']),
+        herald(['deliveries', '--since', 'yesterday']),
+        herald(['endpoints', 'frobnicate']),
+        herald(['status', '--verbose']),
+        herald(['endpoints', 'show', 'ep_missing']),
+        herald(['status'], { HERALD_ADMIN_TOKEN: 'wrong-token-0123456789' }),
+        closedPort().then((port) => herald(['status', '--url', `http://127.0.0.1:${port}`])),
+        herald(['status'], { HERALD_ADMIN_TOKEN: '' }),
+      ]);
+      expect([noFilter, badSince, badAction, badFlag, noToken].map((r) => r.code)).to.deep.equal([2, 2, 2, 2, 2]);
+      expect(noFilter.stderr).to.include('at least one of --endpoint').and.include('Usage: herald dlq');
+      expect(badSince.stderr).to.include('--since: must be a duration');
+      expect(badAction.stderr).to.include("unknown action 'frobnicate'").and.include('Usage: herald endpoints');
+      expect(badFlag.stderr).to.include('--verbose');
+      expect(noToken.stderr).to.include('no admin token');
+      expect([missing, wrongToken, unreachable].map((r) => r.code)).to.deep.equal([1, 1, 1]);
+      expect(missing.stderr).to.equal("herald: GET /v1/endpoints/ep_missing: endpointId: unknown endpoint 'ep_missing'\n");
+      expect(wrongToken.stderr).to.include('check --token');
+      expect(unreachable.stderr).to.include('cannot reach').and.include('ECONNREFUSED');
+      expect(missing.stdout + wrongToken.stdout).to.equal('');
+    });
+  });
+});

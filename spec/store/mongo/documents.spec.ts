@@ -1,0 +1,80 @@
+import { expect } from 'chai';
+import { ObjectId } from 'mongodb';
+import type { Endpoint, OutboxEvent } from '../../../lib/model.ts';
+import {
+  attemptFromDoc,
+  attemptToDoc,
+  deadLetterFromDoc,
+  deliveryFromDoc,
+  endpointFromDoc,
+  endpointToDoc,
+  eventFromDoc,
+  eventToDoc,
+  leaseFromDoc,
+  newDeliveryDoc,
+  nodeFromDoc,
+} from '../../../lib/store/mongo/documents.ts';
+
+const NOW = Date.UTC(2026, 0, 1);
+
+describe('MongoDB documents', () => {
+  it('maps an endpoint to a document and back exactly, nulls and nested values included', () => {
+    const endpoint: Endpoint = {
+      id: 'ep_1', tenantId: 'acme', url: 'https://x.example/h', description: 'd', eventTypes: ['invoice.*'],
+      retry: { schedule: ['PT1M'] }, timeoutMs: 5_000, mode: 'at-most-once', concurrency: 2, status: 'disabled',
+      disabledReason: 'operator', failingSince: null,
+      secrets: [{ secret: 'whsec_a', createdAt: NOW, expiresAt: null }, { secret: 'whsec_b', createdAt: NOW - 1, expiresAt: NOW + 1 }],
+      createdAt: NOW, updatedAt: NOW + 5,
+    };
+    const doc = endpointToDoc(endpoint);
+    expect(doc._id).to.equal('ep_1');
+    expect(doc).to.not.have.property('id');
+    expect(endpointFromDoc(doc)).to.deep.equal(endpoint);
+    expect(endpointFromDoc(endpointToDoc({ ...endpoint, retry: { preset: 'relaxed' } })).retry).to.deep.equal({ preset: 'relaxed' });
+  });
+
+  it('writes new events unfanned, in insertion order, and reads back only the model\'s fields', () => {
+    const event: OutboxEvent = { id: 'evt_1', tenantId: 'acme', type: 't', payload: '{"a":1}', createdAt: NOW, endpointId: null };
+    const first = eventToDoc(event);
+    const second = eventToDoc({ ...event, id: 'evt_2' });
+    expect(first).to.include({ _id: 'evt_1', fannedOut: false, fannedOutAt: null });
+    expect(first.ord.toHexString() < second.ord.toHexString()).to.equal(true);
+    expect(eventFromDoc(first)).to.deep.equal(event);
+  });
+
+  it('creates deliveries pending at attempt 0, round 0, epoch 0, and reads them without driver fields', () => {
+    const doc = newDeliveryDoc({
+      id: 'dlv_1', eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', slot: 3, nextAttemptAt: NOW + 1, createdAt: NOW,
+    });
+    expect(doc).to.include({ status: 'pending', attempts: 0, round: 0, leaseEpoch: 0, updatedAt: NOW, lastError: null, deliveredAt: null });
+    expect(deliveryFromDoc({ ...doc, claimId: new ObjectId(), wokeAt: NOW })).to.deep.equal({
+      id: 'dlv_1', eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', slot: 3, status: 'pending',
+      attempts: 0, nextAttemptAt: NOW + 1, leaseEpoch: 0, lastError: null, createdAt: NOW, updatedAt: NOW, deliveredAt: null,
+    });
+  });
+
+  it('numbers attempts as the store says, dates them for the TTL index, and lists a dead letter\'s round', () => {
+    const outcome = { kind: 'timeout', timeoutMs: 10 } as const;
+    const doc = attemptToDoc('dlv_1', { number: 9, startedAt: NOW, durationMs: 10, outcome, error: 'timeout' }, 2, 1);
+    expect(doc).to.include({ deliveryId: 'dlv_1', number: 2, round: 1 });
+    expect(doc.at.getTime()).to.equal(NOW);
+    const attempt = attemptFromDoc(doc);
+    expect(attempt).to.deep.equal({ deliveryId: 'dlv_1', number: 2, round: 1, startedAt: NOW, durationMs: 10, outcome, error: 'timeout' });
+    const dead = deadLetterFromDoc(
+      {
+        _id: 'dl_1', deliveryId: 'dlv_1', eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', payload: '{}',
+        reason: 'exhausted', lastOutcome: outcome, round: 1, createdAt: NOW, replayedAt: null, ord: new ObjectId(), at: new Date(NOW),
+      },
+      [doc],
+    );
+    expect(dead).to.deep.equal({
+      id: 'dl_1', deliveryId: 'dlv_1', eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', payload: '{}',
+      reason: 'exhausted', lastOutcome: outcome, attempts: [attempt], createdAt: NOW, replayedAt: null,
+    });
+  });
+
+  it('maps leases and nodes', () => {
+    expect(leaseFromDoc({ _id: 4, owner: 'a', until: NOW, epoch: 2 })).to.deep.equal({ slot: 4, owner: 'a', until: NOW, epoch: 2 });
+    expect(nodeFromDoc({ _id: 'n', startedAt: 1, seenAt: 2 })).to.deep.equal({ id: 'n', startedAt: 1, seenAt: 2 });
+  });
+});
