@@ -25,7 +25,9 @@ import type { Settlement, Store } from '../store/port.ts';
 import { EndpointActor, type ActorDeps, type WakeTimers } from './actor.ts';
 import type { BreakerFamily } from './breaker.ts';
 import type { EmitEngineEvent } from './engine-events.ts';
+import { ClaimPacer } from './claim-pacer.ts';
 import { planDeliveries } from './fanout.ts';
+import { SettleBatcher } from './settle-batcher.ts';
 
 export interface SupervisorOptions {
   readonly slotCount: number;
@@ -71,9 +73,16 @@ export class Supervisor {
   #again = false;
   #closed = false;
 
+  /** Settlements of one event-loop turn, written in one store call. */
+  readonly #settler: SettleBatcher;
+  /** Claims for places freed by finished attempts, a few places at a time. */
+  readonly #pacer: ClaimPacer;
+
   constructor(options: SupervisorOptions, deps: SupervisorDeps) {
     this.#options = options;
     this.#deps = deps;
+    this.#settler = new SettleBatcher({ settle: (batch, now) => deps.store.settle(batch, now), now: () => deps.clock.now() });
+    this.#pacer = new ClaimPacer({ clock: deps.clock, pump: () => this.signal() });
   }
 
   start(): void {
@@ -145,6 +154,8 @@ export class Supervisor {
     const actors = [...this.#actors.values()];
     this.#actors.clear();
     await Promise.all(actors.map((actor) => actor.close()));
+    this.#pacer.close();
+    await this.#settler.close();
   }
 
   async #pump(): Promise<void> {
@@ -241,7 +252,7 @@ export class Supervisor {
       ...this.#deps.actor,
       breaker,
       timers,
-      settle: (settlement) => this.#settleDurably(settlement),
+      settle: (settlement) => this.#settleDurably(settlement, actor),
     });
     this.#actors.set(endpointId, actor);
     return actor;
@@ -253,14 +264,14 @@ export class Supervisor {
    * under this node's lease. Resolves false if the node closes first (the
    * delivery is then claimed again by the slot's next holder).
    */
-  async #settleDurably(settlement: Settlement): Promise<boolean> {
+  async #settleDurably(settlement: Settlement, actor: EndpointActor | undefined): Promise<boolean> {
     for (;;) {
       try {
-        const result = await this.#deps.store.settle([settlement], this.#deps.clock.now());
-        const applied = result.fenced.length === 0;
+        const applied = await this.#settler.settle(settlement);
         if (!applied) this.#deps.onFenced(settlement.deliveryId);
-        // A finished attempt frees room in the mailbox: look for more work.
-        this.signal();
+        // A finished attempt frees room in the mailbox: look for more work, a few places at a
+        // time, or at once when this actor has nothing left queued.
+        this.#pacer.freed(actor === undefined || actor.queued === 0);
         return applied;
       } catch (error) {
         this.#deps.emit('failure', { where: `settle ${settlement.deliveryId}`, error });
