@@ -26,7 +26,7 @@ import { Ticker } from './engine/ticker.ts';
 import { ConflictError, NotFoundError, ValidationError } from './errors.ts';
 import { newId } from './ids.ts';
 import type { Attempt, DeadLetter, Delivery, Endpoint, OutboxEvent } from './model.ts';
-import { validateEventInput } from './producer/validate-event.ts';
+import { validateEventInputs } from './producer/validate-event.ts';
 import { secretKey, generateSecret } from './signing/secret.ts';
 import { SigningPool } from './signing/signing-pool.ts';
 import { webhookHeaders } from './signing/signature.ts';
@@ -332,16 +332,8 @@ export class Herald {
     if (inputs.length === 0 || inputs.length > 1000) throw new ValidationError('body', 'must be an event or a list of 1 to 1000 events');
     const events: OutboxEvent[] = [];
     const fresh: OutboxEvent[] = [];
-    for (const [i, one] of inputs.entries()) {
-      let valid: ReturnType<typeof validateEventInput>;
-      try {
-        valid = validateEventInput(one, { maxPayloadBytes: this.config.delivery.maxPayloadBytes });
-      } catch (error) {
-        if (inputs.length > 1 && error instanceof ValidationError) {
-          throw new ValidationError(`[${i}].${error.field}`, error.rule, { code: error.code });
-        }
-        throw error;
-      }
+    const validated = validateEventInputs(input, { maxPayloadBytes: this.config.delivery.maxPayloadBytes });
+    for (const [i, valid] of validated.entries()) {
       if (valid.id !== undefined) {
         const existing = await this.#store.getEvent(valid.id);
         if (existing !== undefined) {

@@ -20,7 +20,7 @@ import type { OutboxEvent } from '../model.ts';
 import { eventFromDoc, eventToDoc } from '../store/mongo/documents.ts';
 import { Collections } from '../store/mongo/schema.ts';
 import type { EndpointDoc, EventDoc } from '../store/mongo/schema.ts';
-import { validateEventInput } from './validate-event.ts';
+import { validateEventInputs } from './validate-event.ts';
 import type { EventInput, ValidEventInput } from './validate-event.ts';
 
 /** Where the outbox is: the database, or a client and the database's name. */
@@ -63,18 +63,8 @@ export async function publish(
   const db = outboxDb(options);
   const clock = options.clock ?? DEFAULTS.clock;
   const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes;
-  const inputs: readonly unknown[] = Array.isArray(input) ? input : [input];
   // Validate everything first, so a bad input in a batch writes nothing.
-  const valid = inputs.map((one, i) => {
-    try {
-      return validateEventInput(one, { maxPayloadBytes });
-    } catch (error) {
-      if (inputs.length > 1 && error instanceof ValidationError) {
-        throw new ValidationError(`[${i}].${error.field}`, error.rule, { code: error.code, cause: error });
-      }
-      throw error;
-    }
-  });
+  const valid = validateEventInputs(input, { maxPayloadBytes });
   const write = async (): Promise<OutboxEvent[]> => {
     const stored: OutboxEvent[] = [];
     for (const event of valid) stored.push(await publishOne(db, session, event, clock));

@@ -11,11 +11,11 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { systemClock } from '../clock.ts';
 import type { Clock } from '../clock.ts';
-import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
+import { ConflictError, NotFoundError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { OutboxEvent } from '../model.ts';
 import { ensureSchema, eventFromRow, type EventRow } from '../store/sqlite/schema.ts';
-import { validateEventInput } from './validate-event.ts';
+import { validateEventInputs } from './validate-event.ts';
 import type { EventInput, ValidEventInput } from './validate-event.ts';
 
 export interface PublishOptions {
@@ -69,19 +69,8 @@ export function publish(
 ): OutboxEvent[] {
   const clock = options.clock ?? DEFAULTS.clock;
   const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes;
-  const inputs: readonly unknown[] = Array.isArray(input) ? input : [input];
   // Validate everything first, so a bad input in a batch writes nothing.
-  const valid = inputs.map((one, i) => {
-    try {
-      return validateEventInput(one, { maxPayloadBytes });
-    } catch (error) {
-      // In a batch, say which input broke the rule.
-      if (inputs.length > 1 && error instanceof ValidationError) {
-        throw new ValidationError(`[${i}].${error.field}`, error.rule, { code: error.code, cause: error });
-      }
-      throw error;
-    }
-  });
+  const valid = validateEventInputs(input, { maxPayloadBytes });
 
   ensureSchema(db);
   let s = statements.get(db);

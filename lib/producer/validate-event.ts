@@ -113,3 +113,21 @@ function serialise(payload: unknown): string {
 }
 
 class NotJson extends Error {}
+
+/**
+ * Validates one event or a list, all before anything is written. In a list an
+ * error names the item: `[3].type: …`.
+ */
+export function validateEventInputs(input: unknown, limits: { readonly maxPayloadBytes: number }): ValidEventInput[] {
+  const inputs: readonly unknown[] = Array.isArray(input) ? input : [input];
+  return inputs.map((one, i) => {
+    try {
+      return validateEventInput(one, limits);
+    } catch (error) {
+      if (inputs.length > 1 && error instanceof ValidationError) {
+        throw new ValidationError(`[${i}].${error.field}`, error.rule, { code: error.code, cause: error });
+      }
+      throw error;
+    }
+  });
+}
