@@ -204,7 +204,17 @@ export class SigningPool {
       body: request.body,
     }));
     this.#inFlight.add(batch);
-    this.#pool.run(tasks).then(
+    let running: Promise<string[]>;
+    try {
+      running = this.#pool.run(tasks) as Promise<string[]>;
+    } catch (error) {
+      // piscina throws synchronously when a worker cannot start: sign on the main thread instead.
+      this.#inFlight.delete(batch);
+      this.#poolFailure ??= error;
+      this.#signInline(batch);
+      return;
+    }
+    running.then(
       (headers) => {
         this.#inFlight.delete(batch);
         for (let i = 0; i < batch.length; i++) {
