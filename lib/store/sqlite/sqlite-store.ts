@@ -586,9 +586,12 @@ export class SqliteStore implements Store {
     const { owner, slots, now, leaseMs } = request;
     return this.#run('acquireLeases', ({ db, s }) =>
       db.transaction(() => {
-        const until = now + leaseMs;
-        for (const slot of slots) s.acquireLease.run({ slot, owner, until, now });
-        return s.heldLeases.all({ owner, now, slots: JSON.stringify(slots) }).map(leaseFromRow);
+        // Read the time again once the write lock is ours: waiting for it under load must not
+        // shorten the lease we write (a lapse means a takeover and a duplicate send).
+        const at = Math.max(now, this.#clock.now());
+        const until = at + leaseMs;
+        for (const slot of slots) s.acquireLease.run({ slot, owner, until, now: at });
+        return s.heldLeases.all({ owner, now: at, slots: JSON.stringify(slots) }).map(leaseFromRow);
       }).immediate(),
     );
   }
