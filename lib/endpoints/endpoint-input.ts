@@ -3,7 +3,7 @@
  * names the field and the rule it broke. Pure: defaults come in, data goes out.
  */
 import { ValidationError } from '../errors.ts';
-import { DeliveryMode, type RetrySpec } from '../model.ts';
+import { DeliveryMode, type Endpoint, type RetrySpec } from '../model.ts';
 import { validateEndpointUrl } from '../delivery/validate-url.ts';
 import { resolveRetrySpec } from '../policy/retry-schedule.ts';
 
@@ -13,17 +13,11 @@ export interface EndpointDefaults {
   readonly retry: RetrySpec;
 }
 
-export interface NewEndpointFields {
-  readonly id?: string;
-  readonly tenantId: string;
-  readonly url: string;
-  readonly description: string;
-  readonly eventTypes: readonly string[];
-  readonly retry: RetrySpec;
-  readonly timeoutMs: number;
-  readonly mode: DeliveryMode;
-  readonly concurrency: number;
-}
+/** The fields a caller chooses when creating an endpoint; Herald sets the rest. */
+export type NewEndpointFields = Pick<
+  Endpoint,
+  'tenantId' | 'url' | 'description' | 'eventTypes' | 'retry' | 'timeoutMs' | 'mode' | 'concurrency'
+> & { readonly id?: string };
 
 export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId'>>;
 

@@ -28,6 +28,14 @@ export interface SlotLease {
   readonly epoch: number;
 }
 
+/** What `acquireLeases` asks for: `slots` for `owner` until `now + leaseMs`. */
+export interface LeaseRequest {
+  readonly owner: string;
+  readonly slots: readonly number[];
+  readonly now: number;
+  readonly leaseMs: number;
+}
+
 /** A live process of the cluster, as its heartbeats record it. */
 export interface NodeRecord {
   readonly id: string;
@@ -196,12 +204,7 @@ export interface Store {
    * keeps the epoch (nobody else can have claimed in between). Returns the
    * leases the owner holds among `slots` afterwards.
    */
-  acquireLeases(request: {
-    readonly owner: string;
-    readonly slots: readonly number[];
-    readonly now: number;
-    readonly leaseMs: number;
-  }): Promise<SlotLease[]>;
+  acquireLeases(request: LeaseRequest): Promise<SlotLease[]>;
   /** Gives up the owner's leases on `slots` (they become free at once). */
   releaseLeases(owner: string, slots: readonly number[]): Promise<void>;
   listLeases(): Promise<SlotLease[]>;

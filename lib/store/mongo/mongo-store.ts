@@ -35,11 +35,12 @@ import type {
   DeadLetterFilter,
   DeliveryFilter,
   EndpointPatch,
+  LeaseRequest,
   NewDelivery,
   NodeRecord,
   PurgeResult,
-  Settlement,
   SettleResult,
+  Settlement,
   SlotLease,
   Store,
 } from '../port.ts';
@@ -549,12 +550,7 @@ export class MongoStore implements Store {
    * (epoch + 1). An upsert that loses a race fails on the duplicate `_id` and
    * means "not taken". Then read back what the owner holds.
    */
-  async acquireLeases(request: {
-    readonly owner: string;
-    readonly slots: readonly number[];
-    readonly now: number;
-    readonly leaseMs: number;
-  }): Promise<SlotLease[]> {
+  async acquireLeases(request: LeaseRequest): Promise<SlotLease[]> {
     const { owner, slots, now, leaseMs } = request;
     if (slots.length === 0) return [];
     const held = await this.#run('acquireLeases', async ({ leases }) => {

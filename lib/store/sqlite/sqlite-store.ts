@@ -39,13 +39,14 @@ import type {
   DeadLetterFilter,
   DeliveryFilter,
   EndpointPatch,
+  LeaseRequest,
   NewDelivery,
+  NodeRecord,
   PurgeResult,
-  Settlement,
   SettleResult,
+  Settlement,
   SlotLease,
   Store,
-  NodeRecord,
 } from '../port.ts';
 import { ensureSchema, eventFromRow, TERMINAL_STATUSES_SQL, type EventRow } from './schema.ts';
 
@@ -577,12 +578,7 @@ export class SqliteStore implements Store {
 
   // Leases
 
-  async acquireLeases(request: {
-    readonly owner: string;
-    readonly slots: readonly number[];
-    readonly now: number;
-    readonly leaseMs: number;
-  }): Promise<SlotLease[]> {
+  async acquireLeases(request: LeaseRequest): Promise<SlotLease[]> {
     const { owner, slots, now, leaseMs } = request;
     return this.#run('acquireLeases', ({ db, s }) =>
       db.transaction(() => {
