@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveConfig, type ConfigOverrides } from '../../lib/config/config.ts';
 import { Herald } from '../../lib/herald.ts';
+import { slotOf } from '../../lib/ids.ts';
 import { LOOPBACK, startServer, type TestServer } from '../support/harness.ts';
 import { startNodeProcess, type NodeProcess } from '../support/node-process.ts';
 
@@ -127,14 +128,20 @@ describe('Cluster (real processes on one SQLite file)', function () {
       let holding = true;
       sink = await startServer(() => (holding ? 'hold' : { status: 200 }));
       const setup = await Herald.open(resolveConfig(overrides));
-      for (let e = 0; e < 10; e++) await setup.createEndpoint({ tenantId: `t${e}`, url: `${sink.url}/e${e}` });
+      const slotOfPath = new Map<string, number>();
+      for (let e = 0; e < 40; e++) {
+        const { endpoint } = await setup.createEndpoint({ tenantId: `t${e}`, url: `${sink.url}/e${e}` });
+        slotOfPath.set(`/e${e}`, slotOf(endpoint.id, SLOTS));
+      }
       const a = await startNodeProcess(overrides);
       const b = await startNodeProcess(overrides);
       nodes.push(a, b);
       await a.until(() => balanced(nodes));
-      await setup.publish(Array.from({ length: 40 }, (_, n) => ({ tenantId: `t${n % 10}`, type: 'a.b', payload: { n } })));
+      await setup.publish(Array.from({ length: 80 }, (_, n) => ({ tenantId: `t${n % 40}`, type: 'a.b', payload: { n } })));
       await setup.close();
-      await sink.requests(20); // both nodes have requests in flight, held by the sink
+      // Wait until a has a request in flight (held by the sink), so it has a settle to be refused.
+      const fromA = (path: string): boolean => a.slots.includes(slotOfPath.get(path) ?? -1);
+      for (let seen = 1; !sink.received.some((r) => fromA(r.path)); seen++) await sink.requests(seen);
 
       a.child.kill('SIGSTOP');
       await b.until(() => b.slots.length === SLOTS); // a's lease expired and b took every slot
