@@ -21,7 +21,7 @@
 import type { Clock } from '../clock.ts';
 import { slotOf } from '../ids.ts';
 import type { DeliveryJob, Endpoint } from '../model.ts';
-import type { Settlement, Store } from '../store/port.ts';
+import type { FanOut, Settlement, Store } from '../store/port.ts';
 import { EndpointActor, type ActorDeps, type WakeTimers } from './actor.ts';
 import type { BreakerFamily } from './breaker.ts';
 import type { EmitEngineEvent } from './engine-events.ts';
@@ -177,15 +177,20 @@ export class Supervisor {
     const { store, clock } = this.#deps;
     for (;;) {
       const events = await store.unfannedEvents(FANOUT_BATCH);
+      if (events.length === 0) return;
       const endpointsByTenant = new Map<string, Endpoint[]>();
+      const fanOuts: FanOut[] = [];
+      const now = clock.now();
       for (const event of events) {
         let endpoints = endpointsByTenant.get(event.tenantId);
         if (endpoints === undefined) {
           endpoints = await store.listEndpoints({ tenantId: event.tenantId });
           endpointsByTenant.set(event.tenantId, endpoints);
         }
-        await store.recordFanOut(event.id, planDeliveries(event, endpoints, this.#options.slotCount, clock.now()));
+        fanOuts.push({ eventId: event.id, deliveries: planDeliveries(event, endpoints, this.#options.slotCount, now) });
       }
+      // One transaction for the batch: a commit per event cost more than the deliveries it wrote.
+      await store.recordFanOuts(fanOuts);
       if (events.length < FANOUT_BATCH || this.#closed) return;
     }
   }

@@ -56,6 +56,12 @@ export interface NewDelivery {
   readonly createdAt: number;
 }
 
+/** One event's fan-out: the deliveries it creates (none when nobody subscribes). */
+export interface FanOut {
+  readonly eventId: string;
+  readonly deliveries: readonly NewDelivery[];
+}
+
 /** The attempt as the engine records it; the store adds the delivery id and round. */
 export type AttemptRecord = Omit<Attempt, 'deliveryId' | 'round'>;
 
@@ -99,6 +105,19 @@ export interface ClaimRequest {
   readonly skipEndpointIds: readonly string[];
   /** Claim only for this endpoint. */
   readonly endpointId?: string;
+}
+
+/**
+ * A claim for named endpoints, each up to its own limit: the engine refilling
+ * mailboxes it knows have a backlog. Its cost grows with the rows it takes, not
+ * with the number of busy endpoints or the backlog (unlike `claimDue`, which
+ * has to find who has work).
+ */
+export interface EndpointClaimRequest {
+  /** The lease owner; only endpoints whose slot it holds (lease not expired) are claimed for. */
+  readonly owner: string;
+  readonly now: number;
+  readonly endpoints: readonly { readonly endpointId: string; readonly limit: number }[];
 }
 
 export interface EndpointPatch {
@@ -183,8 +202,12 @@ export interface Store {
   appendEvents(events: readonly OutboxEvent[]): Promise<void>;
   /** Events not yet fanned out, oldest first. */
   unfannedEvents(limit: number): Promise<OutboxEvent[]>;
-  /** Inserts the deliveries (ignoring ids that exist) and marks the event fanned out, atomically. */
-  recordFanOut(eventId: string, deliveries: readonly NewDelivery[]): Promise<void>;
+  /**
+   * For every fan-out, inserts its deliveries (ignoring ids that exist) and marks its event
+   * fanned out; all of them in one transaction, all or nothing.
+   * @throws NotFoundError when an event is not stored (nothing is written).
+   */
+  recordFanOuts(fanOuts: readonly FanOut[]): Promise<void>;
   getEvent(id: string): Promise<OutboxEvent | undefined>;
 
   // Membership
@@ -212,6 +235,11 @@ export interface Store {
   // Deliveries
   /** Marks due deliveries in the owner's slots in flight at the slot's epoch and returns them with their events. */
   claimDue(request: ClaimRequest): Promise<DeliveryJob[]>;
+  /**
+   * The same claim for the named endpoints only (enabled ones, in slots the owner
+   * holds): each endpoint's earliest due first, at most its limit; returned earliest due first.
+   */
+  claimForEndpoints(request: EndpointClaimRequest): Promise<DeliveryJob[]>;
   /** Writes settlements atomically per delivery, each conditional on its claim epoch. */
   settle(settlements: readonly Settlement[], now: number): Promise<SettleResult>;
   getDelivery(id: string): Promise<Delivery | undefined>;

@@ -119,7 +119,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
       await store.appendEvents([event]);
       const deliveries = plan(event, endpointIds, options.dueAt ?? now);
-      await store.recordFanOut(event.id, deliveries);
+      await store.recordFanOuts([{ eventId: event.id, deliveries }]);
       return { event, deliveryIds: deliveries.map((d) => d.id) };
     }
 
@@ -330,8 +330,39 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         it('marks an event with no subscribers fanned out too', async () => {
           const event = makeEvent('evt_lonely', 'acme', clock.now());
           await store.appendEvents([event]);
-          await store.recordFanOut(event.id, []);
+          await store.recordFanOuts([{ eventId: event.id, deliveries: [] }]);
           expect(await store.unfannedEvents(10)).to.deep.equal([]);
+        });
+      });
+
+      context('when several events are fanned out in one call', () => {
+        it('records every one of them', async () => {
+          await addEndpoint('ep_1');
+          const events = [makeEvent('evt_a', 'acme', clock.now()), makeEvent('evt_b', 'acme', clock.now()), makeEvent('evt_c', 'acme', clock.now())];
+          await store.appendEvents(events);
+          await store.recordFanOuts([
+            { eventId: 'evt_a', deliveries: plan(events[0]!, ['ep_1'], clock.now()) },
+            { eventId: 'evt_b', deliveries: [] },
+            { eventId: 'evt_c', deliveries: plan(events[2]!, ['ep_1'], clock.now()) },
+          ]);
+          expect(await store.unfannedEvents(10)).to.deep.equal([]);
+          expect((await store.listDeliveries({ endpointId: 'ep_1' })).map((d) => d.eventId).sort()).to.deep.equal(['evt_a', 'evt_c']);
+        });
+
+        it('writes nothing when one of the events is not stored, and names it', async () => {
+          await addEndpoint('ep_1');
+          const stored = makeEvent('evt_here', 'acme', clock.now());
+          await store.appendEvents([stored]);
+          const error = await rejection(
+            store.recordFanOuts([
+              { eventId: 'evt_here', deliveries: plan(stored, ['ep_1'], clock.now()) },
+              { eventId: 'evt_gone', deliveries: [] },
+            ]),
+          );
+          expect(error.code).to.equal(ErrorCode.NOT_FOUND);
+          expect(error.message).to.include('evt_gone');
+          expect(await store.listDeliveries({ endpointId: 'ep_1' })).to.deep.equal([]);
+          expect((await store.unfannedEvents(10)).map((e) => e.id)).to.deep.equal(['evt_here']);
         });
       });
 
@@ -342,7 +373,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           const { event, deliveryIds } = await seed(['ep_1', 'ep_2']);
           const before = await store.getDelivery(deliveryIds[0]!);
           clock.advance(MINUTE);
-          await store.recordFanOut(event.id, plan(event, ['ep_1', 'ep_2'], clock.now()));
+          await store.recordFanOuts([{ eventId: event.id, deliveries: plan(event, ['ep_1', 'ep_2'], clock.now()) }]);
           expect(await store.listDeliveries({ eventId: event.id })).to.have.length(2);
           expect(await store.getDelivery(deliveryIds[0]!)).to.deep.equal(before);
           expect((await store.countDeliveries()).pending).to.equal(2);
@@ -574,6 +605,76 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           expect(await claim()).to.deep.equal([]);
           await store.updateEndpoint('ep_1', { status: 'enabled', disabledReason: null }, clock.now());
           expect(await claim()).to.have.length(1);
+        });
+      });
+    });
+
+    describe('claimForEndpoints', () => {
+      async function claimFor(endpoints: ReadonlyArray<{ endpointId: string; limit: number }>, owner = 'node-a') {
+        return store.claimForEndpoints({ owner, now: clock.now(), endpoints });
+      }
+
+      context('when the named endpoints have due deliveries', () => {
+        it('claims each one\'s earliest up to its own limit, at the slot\'s epoch, earliest due first, with events', async () => {
+          await addEndpoint('ep_1');
+          await addEndpoint('ep_2');
+          await addEndpoint('ep_3');
+          const ones = [];
+          for (let i = 0; i < 5; i++) ones.push(await seed(['ep_1'], { dueAt: clock.now() - MINUTE + i }));
+          const two = await seed(['ep_2'], { dueAt: clock.now() - HOUR });
+          await seed(['ep_3']);
+          const leases = await lease();
+          const jobs = await claimFor([{ endpointId: 'ep_1', limit: 3 }, { endpointId: 'ep_2', limit: 3 }]);
+          expect(jobs.map((j) => j.delivery.id)).to.deep.equal([
+            two.deliveryIds[0],
+            ...ones.slice(0, 3).map((o) => o.deliveryIds[0]),
+          ]);
+          expect(jobs[0]!.event).to.deep.equal(two.event);
+          const epochOf = (endpointId: string) => leases.find((l) => l.slot === slotOf(endpointId, SLOTS))!.epoch;
+          for (const job of jobs) {
+            expect(job.delivery).to.include({ status: 'in_flight', leaseEpoch: epochOf(job.delivery.endpointId), updatedAt: clock.now() });
+          }
+          // ep_3 was not named; what was claimed is not claimed again.
+          expect((await claimFor([{ endpointId: 'ep_1', limit: 10 }])).map((j) => j.delivery.id)).to.deep.equal(
+            ones.slice(3).map((o) => o.deliveryIds[0]),
+          );
+          expect((await claim()).map((j) => j.delivery.endpointId)).to.deep.equal(['ep_3']);
+        });
+      });
+
+      context('when an endpoint is not claimable', () => {
+        it('claims nothing for a slot the owner does not hold, a disabled endpoint, work not yet due, or a limit of 0', async () => {
+          const mine = endpointIdInSlot(1);
+          const theirs = endpointIdInSlot(2);
+          const off = endpointIdInSlot(3, 'off');
+          const later = endpointIdInSlot(4, 'later');
+          await addEndpoint(mine);
+          await addEndpoint(theirs);
+          await addEndpoint(off, 'acme', { status: 'disabled', disabledReason: 'operator' });
+          await addEndpoint(later);
+          await seed([mine, theirs, off]);
+          await seed([later], { dueAt: clock.now() + MINUTE });
+          await lease('node-a', [1, 3, 4]);
+          const none = await claimFor([
+            { endpointId: theirs, limit: 5 },
+            { endpointId: off, limit: 5 },
+            { endpointId: later, limit: 5 },
+            { endpointId: mine, limit: 0 },
+          ]);
+          expect(none).to.deep.equal([]);
+          expect((await claimFor([{ endpointId: mine, limit: 5 }])).map((j) => j.delivery.endpointId)).to.deep.equal([mine]);
+        });
+      });
+
+      context('when the slot changed owner while a delivery was in flight', () => {
+        it('claims the orphan again at the new epoch', async () => {
+          await addEndpoint('ep_1');
+          const { delivery } = await claimedDelivery('ep_1');
+          clock.advance(LEASE_MS + SECOND);
+          await lease('node-b');
+          const jobs = await claimFor([{ endpointId: 'ep_1', limit: 5 }], 'node-b');
+          expect(jobs.map((j) => j.delivery.id)).to.deep.equal([delivery.id]);
+          expect(jobs[0]!.delivery).to.include({ status: 'in_flight', leaseEpoch: 2 });
         });
       });
     });

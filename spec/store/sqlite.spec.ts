@@ -187,10 +187,10 @@ describe('SqliteStore', () => {
         const seed = async (endpointId: string, dueAt: number) => {
           const id = `evt_${seq++}`;
           await store.appendEvents([{ id, tenantId: 'acme', type: 't', payload: '{}', createdAt: now, endpointId: null }]);
-          await store.recordFanOut(id, [{
+          await store.recordFanOuts([{ eventId: id, deliveries: [{
             id: deliveryIdFor(id, endpointId), eventId: id, endpointId, tenantId: 'acme', eventType: 't',
             slot: slotOf(endpointId, 4), nextAttemptAt: dueAt, createdAt: now,
-          }]);
+          }] }]);
           return deliveryIdFor(id, endpointId);
         };
         const orphan = await seed('ep_orphan', now - 2 * 3_600_000);
@@ -237,10 +237,10 @@ describe('SqliteStore', () => {
         await store.createEndpoint(endpoint);
         await store.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{"a":1}', createdAt: now, endpointId: null }]);
         const deliveryId = deliveryIdFor('evt_1', 'ep_1');
-        await store.recordFanOut('evt_1', [{
+        await store.recordFanOuts([{ eventId: 'evt_1', deliveries: [{
           id: deliveryId, eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't',
           slot: slotOf('ep_1', 4), nextAttemptAt: now, createdAt: now,
-        }]);
+        }] }]);
         const refused: Outcome = { kind: 'network', code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' };
         const die = async (deadLetterId: string) => {
           await store.acquireLeases({ owner: 'a', slots: [0, 1, 2, 3], now: clock.now(), leaseMs: 1_000 });

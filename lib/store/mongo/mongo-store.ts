@@ -28,13 +28,16 @@ import { MongoClient, ObjectId } from 'mongodb';
 import type { AnyBulkWriteOperation, ClientSession, Collection, Db, Document, TransactionOptions } from 'mongodb';
 import type { Clock } from '../../clock.ts';
 import { ClosedError, ConflictError, HeraldError, NotFoundError, StoreError, ValidationError } from '../../errors.ts';
+import { slotOf } from '../../ids.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent } from '../../model.ts';
 import { DeliveryStatus as Status } from '../../model.ts';
 import type {
   ClaimRequest,
   DeadLetterFilter,
   DeliveryFilter,
+  EndpointClaimRequest,
   EndpointPatch,
+  FanOut,
   LeaseRequest,
   NewDelivery,
   NodeRecord,
@@ -220,6 +223,8 @@ export class MongoStore implements Store {
   readonly #onChangeFeedRestart: (restart: ChangeFeedRestart) => void;
 
   #state: OpenState | undefined;
+  /** Fixed by the first `init()` on this data; deliveries' slots are derived from it. */
+  #slotCount = 0;
   #opening: Promise<OpenState> | undefined;
   #server: EmbeddedServer | undefined;
   #closed = false;
@@ -329,6 +334,7 @@ export class MongoStore implements Store {
       }
       const stored = await meta.findOne({ _id: MetaKeys.SLOT_COUNT });
       if (typeof stored?.value !== 'number') throw new StoreError('mongodb: meta.slot_count is missing or not a number');
+      this.#slotCount = stored.value;
       return { slotCount: stored.value };
     });
   }
@@ -484,24 +490,31 @@ export class MongoStore implements Store {
     );
   }
 
-  async recordFanOut(eventId: string, deliveries: readonly NewDelivery[]): Promise<void> {
+  async recordFanOuts(fanOuts: readonly FanOut[]): Promise<void> {
+    if (fanOuts.length === 0) return;
     const now = this.#clock.now();
-    return this.#run('recordFanOut', (state) =>
+    const eventIds = [...new Set(fanOuts.map((fanOut) => fanOut.eventId))];
+    return this.#run('recordFanOuts', (state) =>
       this.#transaction(state, async (session) => {
-        const marked = await state.events.updateOne(
-          { _id: eventId, fannedOut: false },
+        const marked = await state.events.updateMany(
+          { _id: { $in: eventIds }, fannedOut: false },
           { $set: { fannedOut: true, fannedOutAt: now } },
           { session },
         );
-        if (marked.matchedCount === 0 && (await state.events.countDocuments({ _id: eventId }, { session, limit: 1 })) === 0) {
-          throw new NotFoundError('event', eventId);
+        if (marked.matchedCount < eventIds.length) {
+          // Fewer were waiting than named: some were fanned out before (a rerun), or are not stored.
+          const stored = await state.events.find({ _id: { $in: eventIds } }, { session, projection: { _id: 1 } }).toArray();
+          const storedIds = new Set(stored.map((doc) => doc._id));
+          const missing = eventIds.find((id) => !storedIds.has(id));
+          if (missing !== undefined) throw new NotFoundError('event', missing);
         }
-        if (deliveries.length === 0) return;
-        const ops: AnyBulkWriteOperation<DeliveryDoc>[] = deliveries.map((d) => {
-          const { _id, ...fields } = newDeliveryDoc(d);
-          return { updateOne: { filter: { _id }, update: { $setOnInsert: fields }, upsert: true } };
-        });
-        await state.deliveries.bulkWrite(ops, { session, ordered: true });
+        const ops: AnyBulkWriteOperation<DeliveryDoc>[] = fanOuts.flatMap((fanOut) =>
+          fanOut.deliveries.map((d) => {
+            const { _id, ...fields } = newDeliveryDoc(d);
+            return { updateOne: { filter: { _id }, update: { $setOnInsert: fields }, upsert: true } };
+          }),
+        );
+        if (ops.length > 0) await state.deliveries.bulkWrite(ops, { session, ordered: true });
       }),
     );
   }
@@ -613,7 +626,8 @@ export class MongoStore implements Store {
     const limit = Math.floor(request.limit);
     const perEndpoint = Math.floor(request.perEndpointLimit);
     if (limit <= 0 || perEndpoint <= 0) return [];
-    return this.#run('claimDue', async ({ leases, deliveries, endpoints, events }) => {
+    return this.#run('claimDue', async (state) => {
+      const { leases, deliveries, endpoints } = state;
       const owned: OwnedSlot[] = (await leases.find(liveLeasesFilter(owner, now)).toArray()).map((l) => ({ slot: l._id, epoch: l.epoch }));
       if (owned.length === 0) return [];
       const bySlot = new Map(owned.map((o) => [o.slot, o]));
@@ -645,37 +659,84 @@ export class MongoStore implements Store {
           return docs.map((d) => ({ _id: d._id, endpointId: d.endpointId, slot: d.slot, nextAttemptAt: d.nextAttemptAt }));
         }),
       );
-      const picked = pickClaims(lists.flat(), perEndpoint, limit);
-      if (picked.length === 0) return [];
-
-      const claimId = new ObjectId();
-      const ops: AnyBulkWriteOperation<DeliveryDoc>[] = [];
-      for (const candidate of picked) {
-        const slot = bySlot.get(candidate.slot);
-        if (slot === undefined) continue;
-        ops.push({ updateOne: { filter: claimOneFilter(candidate, slot, now), update: claimUpdate(slot.epoch, now, claimId) } });
-      }
-      await deliveries.bulkWrite(ops, { ordered: false });
-      const won = (await deliveries.find({ claimId }).toArray()).sort(byDueThenId);
-      if (won.length === 0) return [];
-
-      const eventIds = [...new Set(won.map((d) => d.eventId))];
-      const found = new Map((await events.find({ _id: { $in: eventIds } }).toArray()).map((e) => [e._id, eventFromDoc(e)]));
-      const jobs: DeliveryJob[] = [];
-      for (const doc of won) {
-        const event = found.get(doc.eventId);
-        if (event === undefined) {
-          // A claimed delivery whose event is gone (deleted by hand) can never be sent.
-          await deliveries.updateOne(
-            { _id: doc._id, claimId },
-            { $set: { status: 'cancelled', lastError: 'event missing', updatedAt: now } },
-          );
-          continue;
-        }
-        jobs.push({ delivery: deliveryFromDoc(doc), event });
-      }
-      return jobs;
+      return this.#claimCandidates(state, pickClaims(lists.flat(), perEndpoint, limit), bySlot, now);
     });
+  }
+
+  /**
+   * The owner's live leases among the endpoints' slots, the enabled endpoints
+   * among them, each one's first `limit` claimable deliveries (indexed queries,
+   * in parallel); then claimed as `claimDue` claims.
+   */
+  async claimForEndpoints(request: EndpointClaimRequest): Promise<DeliveryJob[]> {
+    const { owner, now } = request;
+    const wanted = request.endpoints.filter((want) => want.limit >= 1);
+    if (wanted.length === 0) return [];
+    const slotCount = this.#slotCount;
+    return this.#run('claimForEndpoints', async (state) => {
+      const slots = [...new Set(wanted.map((want) => slotOf(want.endpointId, slotCount)))];
+      const owned = (await state.leases.find(liveLeasesFilter(owner, now, slots)).toArray()).map((l) => ({ slot: l._id, epoch: l.epoch }));
+      if (owned.length === 0) return [];
+      const bySlot = new Map(owned.map((o) => [o.slot, o]));
+      const enabled = new Set(
+        (
+          await state.endpoints
+            .find({ _id: { $in: wanted.map((want) => want.endpointId) }, status: 'enabled' }, { projection: { _id: 1 } })
+            .toArray()
+        ).map((e) => e._id),
+      );
+      const lists = await Promise.all(
+        wanted.map(async ({ endpointId, limit }): Promise<ClaimCandidate[]> => {
+          const slot = bySlot.get(slotOf(endpointId, slotCount));
+          if (slot === undefined || !enabled.has(endpointId)) return [];
+          const docs = await state.deliveries
+            .find(endpointClaimableFilter(endpointId, slot, now), { projection: { _id: 1, endpointId: 1, slot: 1, nextAttemptAt: 1 } })
+            .sort({ nextAttemptAt: 1, _id: 1 })
+            .limit(Math.floor(limit))
+            .toArray();
+          return docs.map((d) => ({ _id: d._id, endpointId: d.endpointId, slot: d.slot, nextAttemptAt: d.nextAttemptAt }));
+        }),
+      );
+      return this.#claimCandidates(state, lists.flat(), bySlot, now);
+    });
+  }
+
+  /**
+   * One unordered bulk of conditional updates claims the candidates, each
+   * stamped with this claim's id; reading that id back gives exactly what was won.
+   */
+  async #claimCandidates(
+    { deliveries, events }: OpenState,
+    candidates: readonly ClaimCandidate[],
+    bySlot: ReadonlyMap<number, OwnedSlot>,
+    now: number,
+  ): Promise<DeliveryJob[]> {
+    if (candidates.length === 0) return [];
+    const claimId = new ObjectId();
+    const ops: AnyBulkWriteOperation<DeliveryDoc>[] = [];
+    for (const candidate of candidates) {
+      const slot = bySlot.get(candidate.slot);
+      if (slot === undefined) continue;
+      ops.push({ updateOne: { filter: claimOneFilter(candidate, slot, now), update: claimUpdate(slot.epoch, now, claimId) } });
+    }
+    if (ops.length === 0) return [];
+    await deliveries.bulkWrite(ops, { ordered: false });
+    const won = (await deliveries.find({ claimId }).toArray()).sort(byDueThenId);
+    if (won.length === 0) return [];
+
+    const eventIds = [...new Set(won.map((d) => d.eventId))];
+    const found = new Map((await events.find({ _id: { $in: eventIds } }).toArray()).map((e) => [e._id, eventFromDoc(e)]));
+    const jobs: DeliveryJob[] = [];
+    for (const doc of won) {
+      const event = found.get(doc.eventId);
+      if (event === undefined) {
+        // A claimed delivery whose event is gone (deleted by hand) can never be sent.
+        await deliveries.updateOne({ _id: doc._id, claimId }, { $set: { status: 'cancelled', lastError: 'event missing', updatedAt: now } });
+        continue;
+      }
+      jobs.push({ delivery: deliveryFromDoc(doc), event });
+    }
+    return jobs;
   }
 
   /**

@@ -23,6 +23,7 @@ import Database from 'better-sqlite3';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Clock, TimerHandle } from '../../clock.ts';
 import { ClosedError, ConflictError, HeraldError, NotFoundError, StoreError, ValidationError } from '../../errors.ts';
+import { slotOf } from '../../ids.ts';
 import type {
   Attempt,
   DeadLetter,
@@ -38,9 +39,10 @@ import type {
   ClaimRequest,
   DeadLetterFilter,
   DeliveryFilter,
+  EndpointClaimRequest,
   EndpointPatch,
   LeaseRequest,
-  NewDelivery,
+  FanOut,
   NodeRecord,
   PurgeResult,
   SettleResult,
@@ -189,6 +191,11 @@ const SETTLED = `RETURNING attempts, round, endpoint_id, event_id, tenant_id, ev
  */
 const CLAIM_SCAN_MAX = 1_000;
 
+// RETURNING allows no table.* wildcard.
+const CLAIMED_COLUMNS = `deliveries.id, deliveries.event_id, deliveries.endpoint_id, deliveries.tenant_id, deliveries.event_type,
+  deliveries.slot, deliveries.status, deliveries.attempts, deliveries.round, deliveries.next_attempt_at,
+  deliveries.lease_epoch, deliveries.last_error, deliveries.created_at, deliveries.updated_at, deliveries.delivered_at`;
+
 // Correlated EXISTS rather than `IN (SELECT … FROM endpoints)`: given an IN list, the planner
 // may drive the claim from every delivery of every enabled endpoint, delivered ones included.
 const claimFilters = (endpointId: string): string => `
@@ -227,6 +234,22 @@ candidates AS (
   ${ORPHANS}
 )`;
 
+// One endpoint's claimable rows: each branch seeks `deliveries_claim` and stops at @limit,
+// so the cost follows the rows taken, not the endpoint's backlog.
+const CLAIM_FOR_ENDPOINT = `UPDATE deliveries SET status = 'in_flight', updated_at = @now, lease_epoch = @epoch
+  WHERE id IN (
+    SELECT id FROM (
+      SELECT * FROM (SELECT id, next_attempt_at FROM deliveries
+        WHERE status = 'pending' AND slot = @slot AND endpoint_id = @endpointId AND next_attempt_at <= @now
+        ORDER BY next_attempt_at, id LIMIT @limit)
+      UNION ALL
+      SELECT * FROM (SELECT id, next_attempt_at FROM deliveries
+        WHERE status = 'in_flight' AND slot = @slot AND endpoint_id = @endpointId AND lease_epoch < @epoch
+        ORDER BY next_attempt_at, id LIMIT @limit)
+    ) ORDER BY next_attempt_at, id LIMIT @limit)
+  AND EXISTS (SELECT 1 FROM endpoints e WHERE e.id = @endpointId AND e.status = 'enabled')
+  RETURNING ${CLAIMED_COLUMNS}`;
+
 function claimSql(candidates: string): string {
   return `WITH RECURSIVE
     owned AS (SELECT slot, epoch FROM leases WHERE owner = @owner AND until > @now),
@@ -244,10 +267,7 @@ function claimSql(candidates: string): string {
     SET status = 'in_flight', updated_at = @now,
         lease_epoch = (SELECT picked.epoch FROM picked WHERE picked.id = deliveries.id)
     WHERE deliveries.id IN (SELECT id FROM picked)
-    -- RETURNING allows no table.* wildcard.
-    RETURNING deliveries.id, deliveries.event_id, deliveries.endpoint_id, deliveries.tenant_id, deliveries.event_type,
-      deliveries.slot, deliveries.status, deliveries.attempts, deliveries.round, deliveries.next_attempt_at,
-      deliveries.lease_epoch, deliveries.last_error, deliveries.created_at, deliveries.updated_at, deliveries.delivered_at`;
+    RETURNING ${CLAIMED_COLUMNS}`;
 }
 
 function prepareStatements(db: BetterSqlite3.Database) {
@@ -308,6 +328,8 @@ function prepareStatements(db: BetterSqlite3.Database) {
 
     claimByScan: stmt<DeliveryRow>(claimSql(CLAIM_BY_SCAN)),
     claimByEndpoint: stmt<DeliveryRow>(claimSql(CLAIM_BY_ENDPOINT)),
+    ownedLease: stmt<{ epoch: number }>(`SELECT epoch FROM leases WHERE slot = @slot AND owner = @owner AND until > @now`),
+    claimForEndpoint: stmt<DeliveryRow>(CLAIM_FOR_ENDPOINT),
     countDue: stmt<number>(`SELECT count(*) FROM
       (SELECT 1 FROM deliveries WHERE status = 'pending' AND next_attempt_at <= @now LIMIT @cap)`).pluck(),
     // A claimed delivery whose event is gone (deleted by hand) can never be sent.
@@ -379,6 +401,8 @@ export class SqliteStore implements Store {
   readonly #pollIntervalMs: number;
   readonly #busyTimeoutMs: number;
   #state: OpenState | undefined;
+  /** Fixed by the first `init()` on this data; deliveries' slots are derived from it. */
+  #slotCount = 0;
   #closed = false;
   readonly #watchers = new Set<TimerHandle>();
   /** Statements whose text depends on which filters are set, prepared once per shape. */
@@ -421,6 +445,7 @@ export class SqliteStore implements Store {
         // The first start fixes the slot count for the data: endpoints hash into it forever after.
         s.initSlotCount.run(String(wanted));
         const stored = Number(s.getSlotCount.get());
+        this.#slotCount = stored;
         return { slotCount: stored };
       }).immediate(),
     );
@@ -548,22 +573,25 @@ export class SqliteStore implements Store {
     return this.#run('unfannedEvents', ({ s }) => s.unfannedEvents.all(Math.max(0, Math.floor(limit))).map(eventFromRow));
   }
 
-  async recordFanOut(eventId: string, deliveries: readonly NewDelivery[]): Promise<void> {
+  async recordFanOuts(fanOuts: readonly FanOut[]): Promise<void> {
+    if (fanOuts.length === 0) return;
     const now = this.#clock.now();
-    return this.#run('recordFanOut', ({ db, s }) =>
+    return this.#run('recordFanOuts', ({ db, s }) =>
       db.transaction(() => {
-        if (s.markFannedOut.run({ id: eventId, now }).changes === 0) throw new NotFoundError('event', eventId);
-        for (const d of deliveries) {
-          s.insertDelivery.run({
-            id: d.id,
-            eventId: d.eventId,
-            endpointId: d.endpointId,
-            tenantId: d.tenantId,
-            eventType: d.eventType,
-            slot: d.slot,
-            nextAttemptAt: d.nextAttemptAt,
-            createdAt: d.createdAt,
-          });
+        for (const { eventId, deliveries } of fanOuts) {
+          if (s.markFannedOut.run({ id: eventId, now }).changes === 0) throw new NotFoundError('event', eventId);
+          for (const d of deliveries) {
+            s.insertDelivery.run({
+              id: d.id,
+              eventId: d.eventId,
+              endpointId: d.endpointId,
+              tenantId: d.tenantId,
+              eventType: d.eventType,
+              slot: d.slot,
+              nextAttemptAt: d.nextAttemptAt,
+              createdAt: d.createdAt,
+            });
+          }
         }
       }).immediate(),
     );
@@ -640,23 +668,47 @@ export class SqliteStore implements Store {
           perEndpoint: Math.floor(request.perEndpointLimit),
           limit: Math.floor(request.limit),
         });
-        if (rows.length === 0) return [];
-        const eventIds = [...new Set(rows.map((row) => row.event_id))];
-        const events = new Map(s.eventsByIds.all(JSON.stringify(eventIds)).map((row) => [row.id, eventFromRow(row)]));
-        // RETURNING gives no order: restore the claim's, earliest due first.
-        rows.sort((a, b) => a.next_attempt_at - b.next_attempt_at || compareText(a.id, b.id));
-        const jobs: DeliveryJob[] = [];
-        for (const row of rows) {
-          const event = events.get(row.event_id);
-          if (event === undefined) {
-            s.cancelOrphan.run({ id: row.id, now });
-            continue;
-          }
-          jobs.push({ delivery: deliveryFromRow(row), event });
-        }
-        return jobs;
+        return this.#jobsFor(s, rows, now);
       }).immediate(),
     );
+  }
+
+  async claimForEndpoints(request: EndpointClaimRequest): Promise<DeliveryJob[]> {
+    const { owner, now } = request;
+    const wanted = request.endpoints.filter((want) => want.limit >= 1);
+    if (wanted.length === 0) return [];
+    const slotCount = this.#slotCount;
+    return this.#run('claimForEndpoints', ({ db, s }) =>
+      db.transaction(() => {
+        const rows: DeliveryRow[] = [];
+        for (const { endpointId, limit } of wanted) {
+          const slot = slotOf(endpointId, slotCount);
+          const lease = s.ownedLease.get({ slot, owner, now });
+          if (lease === undefined) continue;
+          rows.push(...s.claimForEndpoint.all({ slot, endpointId, now, epoch: lease.epoch, limit: Math.floor(limit) }));
+        }
+        return this.#jobsFor(s, rows, now);
+      }).immediate(),
+    );
+  }
+
+  /** Claimed rows with their events, earliest due first; a row whose event is gone is cancelled. */
+  #jobsFor(s: Statements, rows: DeliveryRow[], now: number): DeliveryJob[] {
+    if (rows.length === 0) return [];
+    const eventIds = [...new Set(rows.map((row) => row.event_id))];
+    const events = new Map(s.eventsByIds.all(JSON.stringify(eventIds)).map((row) => [row.id, eventFromRow(row)]));
+    // RETURNING gives no order: restore the claim's, earliest due first.
+    rows.sort((a, b) => a.next_attempt_at - b.next_attempt_at || compareText(a.id, b.id));
+    const jobs: DeliveryJob[] = [];
+    for (const row of rows) {
+      const event = events.get(row.event_id);
+      if (event === undefined) {
+        s.cancelOrphan.run({ id: row.id, now });
+        continue;
+      }
+      jobs.push({ delivery: deliveryFromRow(row), event });
+    }
+    return jobs;
   }
 
   /**
@@ -908,6 +960,8 @@ export class SqliteStore implements Store {
         db.pragma('journal_mode = WAL');
         // NORMAL in WAL: a power loss may drop the last commits but never corrupts; ~6× faster single-row commits.
         db.pragma('synchronous = NORMAL');
+        db.pragma('cache_size = -65536');
+        db.pragma('temp_store = MEMORY');
         ensureSchema(db);
         return { db, s: prepareStatements(db) };
       } catch (error) {

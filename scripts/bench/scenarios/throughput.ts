@@ -80,7 +80,7 @@ export async function baseline(origin: string, paths: readonly string[], bodies:
   return bodies.length / seconds;
 }
 
-async function heraldRun(origin: string, paths: readonly string[], bodies: readonly string[], timeoutMs: number) {
+export async function heraldRun(origin: string, paths: readonly string[], bodies: readonly string[], timeoutMs: number) {
   const bench = await openBenchHerald();
   const { herald, producerDb } = bench;
   try {
