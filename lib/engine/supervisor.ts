@@ -3,13 +3,24 @@
  *
  * A pump runs whenever there may be work: a signal (a publish in this
  * process, another process's commit seen by `store.watch`, an actor's wake-up
- * from its timer wheel, a finished attempt) or the periodic sweep, which
- * guarantees that nothing due is missed if a signal is. One pump at a time;
- * a signal during a pump makes it go round once more.
+ * from its timer wheel) or the periodic sweep, which guarantees that nothing
+ * due is missed if a signal is; and, paced, when attempts finish. One pump at
+ * a time; a request during a pump makes it go round once more.
  *
- *   pump: fan out new events ─► claim due deliveries (fair per endpoint, only
- *         for actors with room, within the node's mailbox budget) ─► hand them
- *         to their actors (created on demand) ─► evict idle actors
+ *   signalled pump: fan out new events ─► discover: claim due deliveries
+ *                   (fair per endpoint, only for actors with room, within the
+ *                   node's mailbox budget) ─► refill ─► evict idle actors
+ *   paced pump:     refill ─► evict idle actors
+ *   refill:         claim for the actors with room whose endpoints may have
+ *                   more due (they got all they asked for, or were skipped
+ *                   for being full) — only for them, so its cost follows the
+ *                   rows taken; an endpoint that gets less than it asked for
+ *                   has no more due and leaves the set until discovered again
+ *
+ * Discovery has to find who has work (its cost grows with busy endpoints), so
+ * it runs only when signalled, or again after `DISCOVERY_RETRY_MS` when the
+ * last one stopped at the mailbox budget (others may have work it never saw).
+ * Claimed work goes to its actor, created on demand.
  *
  * Slots being handed to another node are drained: their actors are closed
  * (queued work given back, running attempts settle) and whatever a claim still
@@ -59,6 +70,8 @@ export interface SupervisorDeps {
 }
 
 const FANOUT_BATCH = 100;
+/** How soon a discovery that stopped at the mailbox budget runs again, on a paced pump. */
+const DISCOVERY_RETRY_MS = 50;
 
 export class Supervisor {
   readonly #options: SupervisorOptions;
@@ -72,6 +85,15 @@ export class Supervisor {
   #pumping: Promise<void> | undefined;
   #again = false;
   #closed = false;
+  /** A signal asked for discovery (and fan-out) since the last one ran. */
+  #discover = false;
+  /** The last discovery stopped at the mailbox budget, at this time: there may be work it did not see. */
+  #truncatedDiscoveryAt: number | undefined;
+  /**
+   * Endpoints that may have more due than their actor holds; refilled in this
+   * order (served ones go to the back, so a short budget is shared round-robin).
+   */
+  readonly #mayHaveMore = new Set<string>();
 
   /** Settlements of one event-loop turn, written in one store call. */
   readonly #settler: SettleBatcher;
@@ -82,7 +104,7 @@ export class Supervisor {
     this.#options = options;
     this.#deps = deps;
     this.#settler = new SettleBatcher({ settle: (batch, now) => deps.store.settle(batch, now), now: () => deps.clock.now() });
-    this.#pacer = new ClaimPacer({ clock: deps.clock, pump: () => this.signal() });
+    this.#pacer = new ClaimPacer({ clock: deps.clock, pump: () => this.#requestPump() });
   }
 
   start(): void {
@@ -93,6 +115,12 @@ export class Supervisor {
 
   /** There may be new or due work. Cheap and coalesced. */
   signal(): void {
+    this.#discover = true;
+    this.#requestPump();
+  }
+
+  /** Runs a pump, or another round of the running one. */
+  #requestPump(): void {
     if (this.#closed) return;
     if (this.#pumping !== undefined) {
       this.#again = true;
@@ -100,8 +128,8 @@ export class Supervisor {
     }
     this.#pumping = this.#pump().finally(() => {
       this.#pumping = undefined;
-      // A signal that arrived after the pump's last look but before this point would be lost.
-      if (this.#again && !this.#closed) this.signal();
+      // A request that arrived after the pump's last look but before this point would be lost.
+      if (this.#again && !this.#closed) this.#requestPump();
     });
   }
 
@@ -162,9 +190,16 @@ export class Supervisor {
     do {
       this.#again = false;
       for (const wake of this.#nextPump.splice(0)) wake();
+      const now = this.#deps.clock.now();
+      const discover =
+        this.#discover || (this.#truncatedDiscoveryAt !== undefined && now - this.#truncatedDiscoveryAt >= DISCOVERY_RETRY_MS);
+      this.#discover = false;
       try {
-        await this.#fanOut();
-        await this.#claim();
+        if (discover) {
+          await this.#fanOut();
+          await this.#discoverAndClaim();
+        }
+        await this.#refill();
         this.#evictIdle();
       } catch (error) {
         this.#deps.emit('failure', { where: 'supervisor pump', error });
@@ -195,28 +230,81 @@ export class Supervisor {
     }
   }
 
-  async #claim(): Promise<void> {
+  /** Deliveries this node's mailboxes may still take in all. */
+  #room(): number {
+    let held = 0;
+    for (const actor of this.#actors.values()) held += actor.queued + actor.running;
+    return this.#options.mailboxBudget - held;
+  }
+
+  async #discoverAndClaim(): Promise<void> {
     const { store, clock } = this.#deps;
+    const perEndpointLimit = this.#options.claimPerEndpoint;
+    this.#truncatedDiscoveryAt = undefined;
     while (!this.#closed) {
       const now = clock.now();
-      let held = 0;
+      const room = this.#room();
+      if (room <= 0) {
+        this.#truncatedDiscoveryAt = now;
+        return;
+      }
       const skip: string[] = [];
       for (const [id, actor] of this.#actors) {
-        held += actor.queued + actor.running;
-        if (actor.capacity(now) === 0) skip.push(id);
+        if (actor.capacity(now) > 0) continue;
+        skip.push(id);
+        // Full (or paused) now: whatever it has waiting is claimed by a refill once it has room.
+        this.#mayHaveMore.add(id);
       }
-      const room = this.#options.mailboxBudget - held;
-      if (room <= 0) return;
       const limit = Math.min(this.#options.claimBatchSize, room);
-      const jobs = await store.claimDue({
-        owner: this.#deps.owner,
-        now,
-        limit,
-        perEndpointLimit: this.#options.claimPerEndpoint,
-        skipEndpointIds: skip,
-      });
-      for (const job of jobs) await this.#dispatch(job);
+      const jobs = await store.claimDue({ owner: this.#deps.owner, now, limit, perEndpointLimit, skipEndpointIds: skip });
+      const claimed = new Map<string, number>();
+      for (const job of jobs) {
+        const endpointId = job.delivery.endpointId;
+        claimed.set(endpointId, (claimed.get(endpointId) ?? 0) + 1);
+        await this.#dispatch(job);
+      }
+      for (const [endpointId, count] of claimed) if (count >= perEndpointLimit) this.#mayHaveMore.add(endpointId);
       if (jobs.length < limit) return;
+    }
+  }
+
+  async #refill(): Promise<void> {
+    const { store, clock } = this.#deps;
+    while (!this.#closed && this.#mayHaveMore.size > 0) {
+      const now = clock.now();
+      let room = Math.min(this.#room(), this.#options.claimBatchSize);
+      const wants: Array<{ endpointId: string; limit: number }> = [];
+      for (const endpointId of this.#mayHaveMore) {
+        if (room <= 0) break;
+        const actor = this.#actors.get(endpointId);
+        if (actor === undefined) {
+          // Evicted or deleted: discovery finds it again if it has work.
+          this.#mayHaveMore.delete(endpointId);
+          continue;
+        }
+        const limit = Math.min(actor.capacity(now), room);
+        if (limit <= 0) continue;
+        wants.push({ endpointId, limit });
+        room -= limit;
+      }
+      if (wants.length === 0) return;
+      const jobs = await store.claimForEndpoints({ owner: this.#deps.owner, now, endpoints: wants });
+      const claimed = new Map<string, number>();
+      for (const job of jobs) {
+        const endpointId = job.delivery.endpointId;
+        claimed.set(endpointId, (claimed.get(endpointId) ?? 0) + 1);
+        await this.#dispatch(job);
+      }
+      let full = false;
+      for (const { endpointId, limit } of wants) {
+        this.#mayHaveMore.delete(endpointId);
+        // Got all it asked for: there may be more; to the back of the line.
+        if ((claimed.get(endpointId) ?? 0) >= limit) {
+          this.#mayHaveMore.add(endpointId);
+          full = true;
+        }
+      }
+      if (!full) return;
     }
   }
 

@@ -236,8 +236,9 @@ export interface Store {
   /** Marks due deliveries in the owner's slots in flight at the slot's epoch and returns them with their events. */
   claimDue(request: ClaimRequest): Promise<DeliveryJob[]>;
   /**
-   * The same claim for the named endpoints only (enabled ones, in slots the owner
-   * holds): each endpoint's earliest due first, at most its limit; returned earliest due first.
+   * Claims pending due deliveries of the named endpoints only (enabled ones, in slots
+   * the owner holds): each endpoint's earliest due first, at most its limit; returned
+   * earliest due first. Deliveries orphaned by an older epoch are left to `claimDue`.
    */
   claimForEndpoints(request: EndpointClaimRequest): Promise<DeliveryJob[]>;
   /** Writes settlements atomically per delivery, each conditional on its claim epoch. */

@@ -83,6 +83,7 @@ import {
   DELIVERY_LIST_SORT,
   deliveryListFilter,
   endpointClaimableFilter,
+  endpointDueFilter,
   endpointPatchUpdate,
   endpointsWorthClaiming,
   isCurrentClaim,
@@ -665,8 +666,8 @@ export class MongoStore implements Store {
 
   /**
    * The owner's live leases among the endpoints' slots, the enabled endpoints
-   * among them, each one's first `limit` claimable deliveries (indexed queries,
-   * in parallel); then claimed as `claimDue` claims.
+   * among them, each one's first `limit` pending due deliveries (indexed
+   * queries, in parallel); then claimed as `claimDue` claims.
    */
   async claimForEndpoints(request: EndpointClaimRequest): Promise<DeliveryJob[]> {
     const { owner, now } = request;
@@ -690,7 +691,7 @@ export class MongoStore implements Store {
           const slot = bySlot.get(slotOf(endpointId, slotCount));
           if (slot === undefined || !enabled.has(endpointId)) return [];
           const docs = await state.deliveries
-            .find(endpointClaimableFilter(endpointId, slot, now), { projection: { _id: 1, endpointId: 1, slot: 1, nextAttemptAt: 1 } })
+            .find(endpointDueFilter(endpointId, slot, now), { projection: { _id: 1, endpointId: 1, slot: 1, nextAttemptAt: 1 } })
             .sort({ nextAttemptAt: 1, _id: 1 })
             .limit(Math.floor(limit))
             .toArray();

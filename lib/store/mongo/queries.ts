@@ -109,6 +109,11 @@ export function endpointClaimableFilter(endpointId: string, owned: OwnedSlot, no
   };
 }
 
+/** The pending due deliveries of one endpoint in one slot (what a refill claims). */
+export function endpointDueFilter(endpointId: string, owned: OwnedSlot, now: number): Filter<DeliveryDoc> {
+  return { endpointId, slot: owned.slot, status: 'pending', nextAttemptAt: { $lte: now } };
+}
+
 /** The claim of one candidate, conditional on it still being claimable. */
 export function claimOneFilter(candidate: ClaimCandidate, owned: OwnedSlot, now: number): Filter<DeliveryDoc> {
   return { _id: candidate._id, ...endpointClaimableFilter(candidate.endpointId, owned, now) };

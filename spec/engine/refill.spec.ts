@@ -1,0 +1,72 @@
+import { expect } from 'chai';
+import type { Store } from '../../lib/store/port.ts';
+import { attemptsSeen, startHerald, startServer, type TestHerald, type TestServer } from '../support/harness.ts';
+
+/** Counts the store's two kinds of claim and the deliveries each returned. */
+function spyOnClaims(store: Store) {
+  const seen = { discoveries: 0, discovered: 0, refills: 0, refilled: 0 };
+  const claimDue = store.claimDue.bind(store);
+  const claimForEndpoints = store.claimForEndpoints.bind(store);
+  store.claimDue = async (request) => {
+    const jobs = await claimDue(request);
+    seen.discoveries += 1;
+    seen.discovered += jobs.length;
+    return jobs;
+  };
+  store.claimForEndpoints = async (request) => {
+    const jobs = await claimForEndpoints(request);
+    seen.refills += 1;
+    seen.refilled += jobs.length;
+    return jobs;
+  };
+  return seen;
+}
+
+describe('Refilling mailboxes (engine)', () => {
+  let t: TestHerald;
+  let server: TestServer | undefined;
+
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+    await t?.close();
+  });
+
+  context('when an endpoint has a backlog larger than its mailbox', () => {
+    it('drains it with refills for that endpoint, without another discovery or any time passing', async () => {
+      t = await startHerald({}, { start: false });
+      server = await startServer(() => ({ status: 200 }));
+      const claims = spyOnClaims(t.herald.store);
+      await t.herald.createEndpoint({ tenantId: 'acme', url: server.url, concurrency: 1 });
+      await t.herald.publish(Array.from({ length: 30 }, (_, n) => ({ tenantId: 'acme', type: 'a.b', payload: { n } })));
+      await t.herald.start();
+
+      await attemptsSeen(t, 30);
+      expect(t.attempts.every((a) => a.settlement.kind === 'delivered')).to.equal(true);
+      // The first discovery takes the per-endpoint share (claimPerEndpoint, 8); refills take the
+      // other 22, a mailbox's room at a time (concurrency 1 holds 2).
+      expect(claims.discovered).to.equal(8);
+      expect(claims.refilled).to.equal(22);
+      expect(claims.refills).to.be.at.least(11);
+      const bodies = (await server.requests(30)).map((r) => (JSON.parse(r.body) as { n: number }).n);
+      expect([...bodies].sort((a, b) => a - b)).to.deep.equal(Array.from({ length: 30 }, (_, n) => n));
+    });
+  });
+
+  context('when a drained endpoint gets new work', () => {
+    it('finds it by the publish signal (discovery), not by refilling', async () => {
+      t = await startHerald();
+      server = await startServer(() => ({ status: 200 }));
+      const claims = spyOnClaims(t.herald.store);
+      await t.herald.createEndpoint({ tenantId: 'acme', url: server.url, concurrency: 1 });
+      await t.herald.publish(Array.from({ length: 5 }, (_, n) => ({ tenantId: 'acme', type: 'a.b', payload: { n } })));
+      await attemptsSeen(t, 5);
+      const before = { ...claims };
+
+      await t.herald.publish({ tenantId: 'acme', type: 'a.b', payload: { n: 5 } });
+      await attemptsSeen(t, 6);
+      expect(claims.discovered - before.discovered).to.equal(1);
+      expect(claims.refilled - before.refilled).to.equal(0);
+    });
+  });
+});
