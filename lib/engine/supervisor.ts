@@ -85,6 +85,8 @@ export class Supervisor {
   #pumping: Promise<void> | undefined;
   #again = false;
   #closed = false;
+  /** Pumps wait for `start()`: before it, this node holds no lease to claim with. */
+  #started = false;
   /** A signal asked for discovery (and fan-out) since the last one ran. */
   #discover = false;
   /** The last discovery stopped at the mailbox budget, at this time: there may be work it did not see. */
@@ -108,6 +110,7 @@ export class Supervisor {
   }
 
   start(): void {
+    this.#started = true;
     this.#unwatch = this.#deps.store.watch(() => this.signal());
     this.#sweep = this.#deps.clock.setInterval(() => this.signal(), this.#options.sweepIntervalMs);
     this.signal();
@@ -121,7 +124,7 @@ export class Supervisor {
 
   /** Runs a pump, or another round of the running one. */
   #requestPump(): void {
-    if (this.#closed) return;
+    if (this.#closed || !this.#started) return;
     if (this.#pumping !== undefined) {
       this.#again = true;
       return;
@@ -224,10 +227,49 @@ export class Supervisor {
         }
         fanOuts.push({ eventId: event.id, deliveries: planDeliveries(event, endpoints, this.#options.slotCount, now) });
       }
+      const enabled = new Set<string>();
+      for (const endpoints of endpointsByTenant.values()) for (const e of endpoints) if (e.status === 'enabled') enabled.add(e.id);
+      const deliveryIds = this.#claimOnFanOut(fanOuts, enabled, now);
       // One transaction for the batch: a commit per event cost more than the deliveries it wrote.
-      await store.recordFanOuts(fanOuts);
+      const claimed = await store.recordFanOuts(fanOuts, { owner: this.#deps.owner, deliveryIds });
+      if (claimed.length > 0) {
+        const byId = new Map(events.map((event) => [event.id, event]));
+        for (const delivery of claimed) {
+          const event = byId.get(delivery.eventId);
+          if (event !== undefined) await this.#dispatch({ delivery, event });
+        }
+      }
       if (events.length < FANOUT_BATCH || this.#closed) return;
     }
+  }
+
+  /**
+   * Which new deliveries to claim as they are written: as many as the mailboxes
+   * have room for, per endpoint what its actor could take (a new actor: the
+   * per-endpoint share of a claim). Not for endpoints that may already have
+   * work waiting (refills serve those first) or slots being drained. The rest
+   * are written pending, and their endpoints marked for a refill.
+   */
+  #claimOnFanOut(fanOuts: readonly FanOut[], enabled: ReadonlySet<string>, now: number): Set<string> {
+    const chosen = new Set<string>();
+    let room = this.#room();
+    const left = new Map<string, number>();
+    for (const { deliveries } of fanOuts) {
+      for (const d of deliveries) {
+        if (!enabled.has(d.endpointId) || this.#draining.has(d.slot) || this.#mayHaveMore.has(d.endpointId)) continue;
+        let capacity = left.get(d.endpointId);
+        if (capacity === undefined) capacity = this.#actors.get(d.endpointId)?.capacity(now) ?? this.#options.claimPerEndpoint;
+        if (capacity > 0 && room > 0) {
+          chosen.add(d.id);
+          capacity -= 1;
+          room -= 1;
+        } else {
+          this.#mayHaveMore.add(d.endpointId);
+        }
+        left.set(d.endpointId, capacity);
+      }
+    }
+    return chosen;
   }
 
   /** Deliveries this node's mailboxes may still take in all. */

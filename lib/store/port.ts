@@ -62,6 +62,15 @@ export interface FanOut {
   readonly deliveries: readonly NewDelivery[];
 }
 
+/**
+ * Deliveries to claim as they are created (fresh work for actors with room):
+ * skips a claim's round trip. Only those in slots `owner` holds are claimed.
+ */
+export interface FanOutClaim {
+  readonly owner: string;
+  readonly deliveryIds: ReadonlySet<string>;
+}
+
 /** The attempt as the engine records it; the store adds the delivery id and round. */
 export type AttemptRecord = Omit<Attempt, 'deliveryId' | 'round'>;
 
@@ -204,10 +213,12 @@ export interface Store {
   unfannedEvents(limit: number): Promise<OutboxEvent[]>;
   /**
    * For every fan-out, inserts its deliveries (ignoring ids that exist) and marks its event
-   * fanned out; all of them in one transaction, all or nothing.
+   * fanned out; all of them in one transaction, all or nothing. Deliveries named by `claim`
+   * whose slot its owner holds (lease not expired) are inserted in flight at the slot's
+   * epoch, as `claimDue` would leave them, and returned; the others are inserted pending.
    * @throws NotFoundError when an event is not stored (nothing is written).
    */
-  recordFanOuts(fanOuts: readonly FanOut[]): Promise<void>;
+  recordFanOuts(fanOuts: readonly FanOut[], claim?: FanOutClaim): Promise<Delivery[]>;
   getEvent(id: string): Promise<OutboxEvent | undefined>;
 
   // Membership

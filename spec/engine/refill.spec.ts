@@ -2,11 +2,17 @@ import { expect } from 'chai';
 import type { Store } from '../../lib/store/port.ts';
 import { attemptsSeen, startHerald, startServer, type TestHerald, type TestServer } from '../support/harness.ts';
 
-/** Counts the store's two kinds of claim and the deliveries each returned. */
+/** Counts the store's three ways of claiming and the deliveries each returned. */
 function spyOnClaims(store: Store) {
-  const seen = { discoveries: 0, discovered: 0, refills: 0, refilled: 0 };
+  const seen = { atFanOut: 0, discoveries: 0, discovered: 0, refills: 0, refilled: 0 };
+  const recordFanOuts = store.recordFanOuts.bind(store);
   const claimDue = store.claimDue.bind(store);
   const claimForEndpoints = store.claimForEndpoints.bind(store);
+  store.recordFanOuts = async (fanOuts, claim) => {
+    const claimed = await recordFanOuts(fanOuts, claim);
+    seen.atFanOut += claimed.length;
+    return claimed;
+  };
   store.claimDue = async (request) => {
     const jobs = await claimDue(request);
     seen.discoveries += 1;
@@ -22,7 +28,7 @@ function spyOnClaims(store: Store) {
   return seen;
 }
 
-describe('Refilling mailboxes (engine)', () => {
+describe('Claiming: at fan-out, by refill, by discovery (engine)', () => {
   let t: TestHerald;
   let server: TestServer | undefined;
 
@@ -33,7 +39,7 @@ describe('Refilling mailboxes (engine)', () => {
   });
 
   context('when an endpoint has a backlog larger than its mailbox', () => {
-    it('drains it with refills for that endpoint, without another discovery or any time passing', async () => {
+    it('claims what the mailbox takes at fan-out and drains the rest with refills, without discovery or any time passing', async () => {
       t = await startHerald({}, { start: false });
       server = await startServer(() => ({ status: 200 }));
       const claims = spyOnClaims(t.herald.store);
@@ -43,9 +49,10 @@ describe('Refilling mailboxes (engine)', () => {
 
       await attemptsSeen(t, 30);
       expect(t.attempts.every((a) => a.settlement.kind === 'delivered')).to.equal(true);
-      // The first discovery takes the per-endpoint share (claimPerEndpoint, 8); refills take the
-      // other 22, a mailbox's room at a time (concurrency 1 holds 2).
-      expect(claims.discovered).to.equal(8);
+      // Fan-out claims the per-endpoint share for a new actor (claimPerEndpoint, 8) as it writes
+      // them; refills take the other 22, a mailbox's room at a time (concurrency 1 holds 2).
+      expect(claims.atFanOut).to.equal(8);
+      expect(claims.discovered).to.equal(0);
       expect(claims.refilled).to.equal(22);
       expect(claims.refills).to.be.at.least(11);
       const bodies = (await server.requests(30)).map((r) => (JSON.parse(r.body) as { n: number }).n);
@@ -53,8 +60,8 @@ describe('Refilling mailboxes (engine)', () => {
     });
   });
 
-  context('when a drained endpoint gets new work', () => {
-    it('finds it by the publish signal (discovery), not by refilling', async () => {
+  context('when an endpoint with room gets new work', () => {
+    it('claims it as it is fanned out: no claim query', async () => {
       t = await startHerald();
       server = await startServer(() => ({ status: 200 }));
       const claims = spyOnClaims(t.herald.store);
@@ -65,8 +72,24 @@ describe('Refilling mailboxes (engine)', () => {
 
       await t.herald.publish({ tenantId: 'acme', type: 'a.b', payload: { n: 5 } });
       await attemptsSeen(t, 6);
-      expect(claims.discovered - before.discovered).to.equal(1);
+      expect(claims.atFanOut - before.atFanOut).to.equal(1);
+      expect(claims.discovered - before.discovered).to.equal(0);
       expect(claims.refilled - before.refilled).to.equal(0);
+    });
+  });
+
+  context('when work is due that nobody announced', () => {
+    it('finds it at the next sweep', async () => {
+      t = await startHerald();
+      server = await startServer(() => ({ status: 200 }));
+      const { endpoint } = await t.herald.createEndpoint({ tenantId: 'acme', url: server.url });
+      // Written straight into the store, as another process would: no signal in this one.
+      const now = t.clock.now();
+      await t.herald.store.appendEvents([{ id: 'evt_quiet', tenantId: 'acme', type: 'a.b', payload: '{}', createdAt: now, endpointId: endpoint.id }]);
+      const claims = spyOnClaims(t.herald.store);
+      t.clock.advance(t.herald.config.engine.sweepIntervalMs);
+      await attemptsSeen(t, 1);
+      expect(claims.atFanOut + claims.discovered).to.equal(1);
     });
   });
 });

@@ -366,6 +366,50 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         });
       });
 
+      context('when fan-out claims some deliveries as it creates them', () => {
+        it('inserts those in slots the owner holds in flight at the slot\'s epoch and returns them; the rest pending', async () => {
+          const mine = endpointIdInSlot(1);
+          const theirs = endpointIdInSlot(2);
+          const unasked = endpointIdInSlot(3, 'quiet');
+          for (const id of [mine, theirs, unasked]) await addEndpoint(id);
+          const [held] = await lease('node-a', [1, 3]);
+          const event = makeEvent('evt_claimed', 'acme', clock.now());
+          await store.appendEvents([event]);
+          const deliveries = plan(event, [mine, theirs, unasked], clock.now());
+          const [toMine, toTheirs, toUnasked] = deliveries.map((d) => d.id);
+          clock.advance(SECOND);
+          const claimed = await store.recordFanOuts([{ eventId: event.id, deliveries }], {
+            owner: 'node-a',
+            deliveryIds: new Set([toMine!, toTheirs!]),
+          });
+          expect(claimed).to.have.length(1);
+          expect(claimed[0]).to.include({ id: toMine, status: 'in_flight', leaseEpoch: held!.epoch, attempts: 0, updatedAt: clock.now() });
+          expect(await store.getDelivery(toMine!)).to.deep.equal(claimed[0]);
+          expect(await store.getDelivery(toTheirs!)).to.include({ status: 'pending', leaseEpoch: 0 });
+          expect(await store.getDelivery(toUnasked!)).to.include({ status: 'pending', leaseEpoch: 0 });
+          // Claimed like claimDue claims: not claimed again, settled at that epoch.
+          expect((await claim()).map((j) => j.delivery.id)).to.deep.equal([toUnasked]);
+          const settled = await store.settle(
+            [{ kind: 'delivered', deliveryId: toMine!, epoch: held!.epoch, attempt: attempt(clock.now(), OK, null) }],
+            clock.now(),
+          );
+          expect(settled.applied).to.deep.equal([toMine]);
+        });
+
+        it('returns nothing for a delivery that already existed (a rerun), and leaves it as it was', async () => {
+          await addEndpoint('ep_1');
+          const { event, deliveryIds } = await seed(['ep_1']);
+          await lease();
+          const before = await store.getDelivery(deliveryIds[0]!);
+          const claimed = await store.recordFanOuts([{ eventId: event.id, deliveries: plan(event, ['ep_1'], clock.now()) }], {
+            owner: 'node-a',
+            deliveryIds: new Set(deliveryIds),
+          });
+          expect(claimed).to.deep.equal([]);
+          expect(await store.getDelivery(deliveryIds[0]!)).to.deep.equal(before);
+        });
+      });
+
       context('when fan-out runs twice for one event (a crash in between)', () => {
         it('creates nothing twice and leaves the first deliveries untouched', async () => {
           await addEndpoint('ep_1');

@@ -75,8 +75,11 @@ export function eventFromDoc(doc: EventDoc): OutboxEvent {
   };
 }
 
-/** A delivery as fan-out creates it: pending, attempt 0, round 0, epoch 0. */
-export function newDeliveryDoc(d: NewDelivery): DeliveryDoc {
+/**
+ * A delivery as fan-out creates it: pending, attempt 0, round 0, epoch 0; or,
+ * claimed on creation, in flight at the slot's epoch since `claimed.now`.
+ */
+export function newDeliveryDoc(d: NewDelivery, claimed?: { readonly epoch: number; readonly now: number }): DeliveryDoc {
   return {
     _id: d.id,
     eventId: d.eventId,
@@ -84,14 +87,14 @@ export function newDeliveryDoc(d: NewDelivery): DeliveryDoc {
     tenantId: d.tenantId,
     eventType: d.eventType,
     slot: d.slot,
-    status: 'pending',
+    status: claimed === undefined ? 'pending' : 'in_flight',
     attempts: 0,
     round: 0,
     nextAttemptAt: d.nextAttemptAt,
-    leaseEpoch: 0,
+    leaseEpoch: claimed?.epoch ?? 0,
     lastError: null,
     createdAt: d.createdAt,
-    updatedAt: d.createdAt,
+    updatedAt: claimed?.now ?? d.createdAt,
     deliveredAt: null,
   };
 }

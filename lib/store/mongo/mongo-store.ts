@@ -38,6 +38,7 @@ import type {
   EndpointClaimRequest,
   EndpointPatch,
   FanOut,
+  FanOutClaim,
   LeaseRequest,
   NewDelivery,
   NodeRecord,
@@ -491,10 +492,12 @@ export class MongoStore implements Store {
     );
   }
 
-  async recordFanOuts(fanOuts: readonly FanOut[]): Promise<void> {
-    if (fanOuts.length === 0) return;
+  async recordFanOuts(fanOuts: readonly FanOut[], claim?: FanOutClaim): Promise<Delivery[]> {
+    if (fanOuts.length === 0) return [];
     const now = this.#clock.now();
     const eventIds = [...new Set(fanOuts.map((fanOut) => fanOut.eventId))];
+    const all = fanOuts.flatMap((fanOut) => fanOut.deliveries);
+    const toClaim = claim === undefined ? [] : all.filter((d) => claim.deliveryIds.has(d.id));
     return this.#run('recordFanOuts', (state) =>
       this.#transaction(state, async (session) => {
         const marked = await state.events.updateMany(
@@ -509,13 +512,26 @@ export class MongoStore implements Store {
           const missing = eventIds.find((id) => !storedIds.has(id));
           if (missing !== undefined) throw new NotFoundError('event', missing);
         }
-        const ops: AnyBulkWriteOperation<DeliveryDoc>[] = fanOuts.flatMap((fanOut) =>
-          fanOut.deliveries.map((d) => {
-            const { _id, ...fields } = newDeliveryDoc(d);
-            return { updateOne: { filter: { _id }, update: { $setOnInsert: fields }, upsert: true } };
-          }),
-        );
-        if (ops.length > 0) await state.deliveries.bulkWrite(ops, { session, ordered: true });
+        if (all.length === 0) return [];
+        const epochs = new Map<number, number>();
+        if (claim !== undefined && toClaim.length > 0) {
+          const slots = [...new Set(toClaim.map((d) => d.slot))];
+          for (const lease of await state.leases.find(liveLeasesFilter(claim.owner, now, slots), { session }).toArray()) {
+            epochs.set(lease._id, lease.epoch);
+          }
+        }
+        const docs = all.map((d) => {
+          const epoch = claim?.deliveryIds.has(d.id) === true ? epochs.get(d.slot) : undefined;
+          return newDeliveryDoc(d, epoch === undefined ? undefined : { epoch, now });
+        });
+        const ops: AnyBulkWriteOperation<DeliveryDoc>[] = docs.map((doc) => {
+          const { _id, ...fields } = doc;
+          return { updateOne: { filter: { _id }, update: { $setOnInsert: fields }, upsert: true } };
+        });
+        const result = await state.deliveries.bulkWrite(ops, { session, ordered: true });
+        // Only the upserted ones are new; an id that existed (a rerun) keeps its state.
+        const inserted = new Set(Object.values(result.upsertedIds));
+        return docs.filter((doc) => doc.status === 'in_flight' && inserted.has(doc._id)).map(deliveryFromDoc);
       }),
     );
   }

@@ -43,6 +43,7 @@ import type {
   EndpointPatch,
   LeaseRequest,
   FanOut,
+  FanOutClaim,
   NodeRecord,
   PurgeResult,
   SettleResult,
@@ -296,10 +297,12 @@ function prepareStatements(db: BetterSqlite3.Database) {
       `SELECT * FROM events WHERE fanned_out_at IS NULL ORDER BY created_at, rowid LIMIT ?`,
     ),
     markFannedOut: stmt(`UPDATE events SET fanned_out_at = COALESCE(fanned_out_at, @now) WHERE id = @id`),
-    insertDelivery: stmt(`INSERT OR IGNORE INTO deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot,
+    // RETURNING gives the row only when it was inserted (not when the id existed).
+    insertDelivery: stmt<DeliveryRow>(`INSERT OR IGNORE INTO deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot,
         status, attempts, round, next_attempt_at, lease_epoch, last_error, created_at, updated_at, delivered_at)
       VALUES (@id, @eventId, @endpointId, @tenantId, @eventType, @slot,
-        'pending', 0, 0, @nextAttemptAt, 0, NULL, @createdAt, @createdAt, NULL)`),
+        @status, 0, 0, @nextAttemptAt, @epoch, NULL, @createdAt, CASE WHEN @status = 'pending' THEN @createdAt ELSE @now END, NULL)
+      RETURNING ${CLAIMED_COLUMNS}`),
 
     acquireLease: stmt(`INSERT INTO leases (slot, owner, until, epoch) VALUES (@slot, @owner, @until, 1)
       ON CONFLICT (slot) DO UPDATE SET
@@ -567,26 +570,38 @@ export class SqliteStore implements Store {
     return this.#run('unfannedEvents', ({ s }) => s.unfannedEvents.all(Math.max(0, Math.floor(limit))).map(eventFromRow));
   }
 
-  async recordFanOuts(fanOuts: readonly FanOut[]): Promise<void> {
-    if (fanOuts.length === 0) return;
+  async recordFanOuts(fanOuts: readonly FanOut[], claim?: FanOutClaim): Promise<Delivery[]> {
+    if (fanOuts.length === 0) return [];
     const now = this.#clock.now();
     return this.#run('recordFanOuts', ({ db, s }) =>
       db.transaction(() => {
+        const claimed: Delivery[] = [];
+        const epochs = new Map<number, number | undefined>();
+        const epochOf = (slot: number, owner: string): number | undefined => {
+          if (!epochs.has(slot)) epochs.set(slot, s.ownedLease.get({ slot, owner, now })?.epoch);
+          return epochs.get(slot);
+        };
         for (const { eventId, deliveries } of fanOuts) {
           if (s.markFannedOut.run({ id: eventId, now }).changes === 0) throw new NotFoundError('event', eventId);
           for (const d of deliveries) {
-            s.insertDelivery.run({
+            const epoch = claim?.deliveryIds.has(d.id) === true ? epochOf(d.slot, claim.owner) : undefined;
+            const row = s.insertDelivery.get({
               id: d.id,
               eventId: d.eventId,
               endpointId: d.endpointId,
               tenantId: d.tenantId,
               eventType: d.eventType,
               slot: d.slot,
+              status: epoch === undefined ? Status.PENDING : Status.IN_FLIGHT,
+              epoch: epoch ?? 0,
               nextAttemptAt: d.nextAttemptAt,
               createdAt: d.createdAt,
+              now,
             });
+            if (row !== undefined && epoch !== undefined) claimed.push(deliveryFromRow(row));
           }
         }
+        return claimed;
       }).immediate(),
     );
   }
