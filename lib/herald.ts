@@ -227,9 +227,9 @@ export class Herald {
     await this.#store.close();
   }
 
-  /** Tells the engine there may be new work (called after a publish in this process). */
+  /** Tells the engine there are new events (call it after a publish in this process). */
   signal(): void {
-    this.#supervisor.signal();
+    this.#supervisor.published();
   }
 
   /** Resolves when the supervisor has no pump running (tests). */
@@ -362,7 +362,7 @@ export class Herald {
       fresh.push(event);
     }
     if (fresh.length > 0) await this.#store.appendEvents(fresh);
-    this.#supervisor.signal();
+    this.#supervisor.published();
     return events;
   }
 

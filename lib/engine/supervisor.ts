@@ -7,9 +7,11 @@
  * due is missed if a signal is; and, paced, when attempts finish. One pump at
  * a time; a request during a pump makes it go round once more.
  *
- *   signalled pump: fan out new events ─► discover: claim due deliveries
+ *   signalled pump: fan out new events (claiming, as they are written, what
+ *                   mailboxes have room for) ─► discover: claim due deliveries
  *                   (fair per endpoint, only for actors with room, within the
  *                   node's mailbox budget) ─► refill ─► evict idle actors
+ *   publish pump:   fan out ─► refill ─► evict (a publish in this process)
  *   paced pump:     refill ─► evict idle actors
  *   refill:         claim for the actors with room whose endpoints may have
  *                   more due (they got all they asked for, or were skipped
@@ -89,6 +91,8 @@ export class Supervisor {
   #started = false;
   /** A signal asked for discovery (and fan-out) since the last one ran. */
   #discover = false;
+  /** A local publish asked for fan-out since the last one ran. */
+  #fanOutWanted = false;
   /** The last discovery stopped at the mailbox budget, at this time: there may be work it did not see. */
   #truncatedDiscoveryAt: number | undefined;
   /**
@@ -116,9 +120,20 @@ export class Supervisor {
     this.signal();
   }
 
-  /** There may be new or due work. Cheap and coalesced. */
+  /** There may be new or due work, anywhere: fan out, discover, refill. Cheap and coalesced. */
   signal(): void {
     this.#discover = true;
+    this.#requestPump();
+  }
+
+  /**
+   * Events were published by this process: fan out (claiming what mailboxes
+   * have room for) and refill. No discovery: fan-out here knows what it wrote.
+   * If another node fanned them out first, this node's store watch, or the
+   * sweep, signals discovery for whatever landed in its slots.
+   */
+  published(): void {
+    this.#fanOutWanted = true;
     this.#requestPump();
   }
 
@@ -196,12 +211,12 @@ export class Supervisor {
       const now = this.#deps.clock.now();
       const discover =
         this.#discover || (this.#truncatedDiscoveryAt !== undefined && now - this.#truncatedDiscoveryAt >= DISCOVERY_RETRY_MS);
+      const fanOut = discover || this.#fanOutWanted;
       this.#discover = false;
+      this.#fanOutWanted = false;
       try {
-        if (discover) {
-          await this.#fanOut();
-          await this.#discoverAndClaim();
-        }
+        if (fanOut) await this.#fanOut();
+        if (discover) await this.#discoverAndClaim();
         await this.#refill();
         this.#evictIdle();
       } catch (error) {

@@ -15,8 +15,8 @@ import Database from 'better-sqlite3';
 import { resolveConfig, type ConfigOverrides } from '../../lib/config/config.ts';
 import { Herald } from '../../lib/herald.ts';
 
-/** Epoch ms with sub-millisecond resolution, comparable across processes on this machine. */
-export const preciseNow = (): number => performance.timeOrigin + performance.now();
+/** Milliseconds with sub-millisecond resolution, comparable across processes on this machine. */
+export { machineNowMs as preciseNow } from './machine-clock.ts';
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

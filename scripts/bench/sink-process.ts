@@ -9,12 +9,12 @@
  *
  * `record`: 'count' counts only; 'times' keeps each request's arrival time;
  * 'ids' keeps arrival time and `webhook-id`. Arrival is when the request's
- * headers have been parsed (the first byte seen by a consumer's handler), as
- * `performance.timeOrigin + performance.now()` so it compares with the bench
- * process's clock to a fraction of a millisecond.
+ * headers have been parsed (the first byte seen by a consumer's handler), on
+ * the machine's monotonic clock (`machineNowMs`), so it compares with the
+ * bench process's times to a fraction of a millisecond.
  */
 import { createServer } from 'node:http';
-import { performance } from 'node:perf_hooks';
+import { machineNowMs } from './machine-clock.ts';
 
 type Record = 'count' | 'times' | 'ids';
 
@@ -28,10 +28,9 @@ const config: Config = { status: 200, delayMs: 0, record: 'count', ...(JSON.pars
 let count = 0;
 let times: number[] = [];
 let ids: string[] = [];
-const origin = performance.timeOrigin;
 
 const server = createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
-  const at = origin + performance.now();
+  const at = machineNowMs();
   count++;
   if (config.record !== 'count') {
     times.push(at);
