@@ -24,7 +24,7 @@ import { InFlightLimiter } from './engine/in-flight-limiter.ts';
 import { Supervisor } from './engine/supervisor.ts';
 import { Ticker } from './engine/ticker.ts';
 import { ConflictError, NotFoundError, ValidationError } from './errors.ts';
-import { newId } from './ids.ts';
+import { newEventId, newId } from './ids.ts';
 import type { Attempt, DeadLetter, Delivery, Endpoint, OutboxEvent } from './model.ts';
 import { validateEventInputs } from './producer/validate-event.ts';
 import { secretKey, generateSecret } from './signing/secret.ts';
@@ -350,12 +350,13 @@ export class Herald {
           throw new NotFoundError('endpoint', valid.endpointId, `${at}endpointId`);
         }
       }
+      const createdAt = this.#clock.now();
       const event: OutboxEvent = {
-        id: valid.id ?? newId('evt'),
+        id: valid.id ?? newEventId(createdAt),
         tenantId: valid.tenantId,
         type: valid.type,
         payload: valid.payloadJson,
-        createdAt: this.#clock.now(),
+        createdAt,
         endpointId: valid.endpointId ?? null,
       };
       events.push(event);

@@ -38,7 +38,7 @@ export function planDeliveries(
     (event.endpointId === null ? matchesEventType(endpoint.eventTypes, event.type) : endpoint.id === event.endpointId),
   );
   return targets.map((endpoint) => ({
-    id: deliveryIdFor(event.id, endpoint.id),
+    id: deliveryIdFor(event.id, endpoint.id, event.createdAt),
     eventId: event.id,
     endpointId: endpoint.id,
     tenantId: event.tenantId,

@@ -15,7 +15,7 @@ import type { ClientSession, Db, MongoClient } from 'mongodb';
 import { systemClock } from '../clock.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
-import { newId } from '../ids.ts';
+import { newEventId } from '../ids.ts';
 import type { OutboxEvent } from '../model.ts';
 import { eventFromDoc, eventToDoc } from '../store/mongo/documents.ts';
 import { Collections } from '../store/mongo/schema.ts';
@@ -97,12 +97,13 @@ async function publishOne(db: Db, session: ClientSession, input: ValidEventInput
     const target = await endpoints.findOne({ _id: input.endpointId }, { session, projection: { tenantId: 1 } });
     if (target?.tenantId !== input.tenantId) throw new NotFoundError('endpoint', input.endpointId, 'endpointId');
   }
+  const createdAt = clock.now();
   const event: OutboxEvent = {
-    id: input.id ?? newId('evt'),
+    id: input.id ?? newEventId(createdAt),
     tenantId: input.tenantId,
     type: input.type,
     payload: input.payloadJson,
-    createdAt: clock.now(),
+    createdAt,
     endpointId: input.endpointId ?? null,
   };
   await events.insertOne(eventToDoc(event), { session });

@@ -12,7 +12,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { systemClock } from '../clock.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
-import { newId } from '../ids.ts';
+import { newEventId } from '../ids.ts';
 import type { OutboxEvent } from '../model.ts';
 import { ensureSchema, eventFromRow, type EventRow } from '../store/sqlite/schema.ts';
 import { validateEventInputs } from './validate-event.ts';
@@ -96,12 +96,13 @@ function publishOne(s: Statements, input: ValidEventInput, clock: Clock): Outbox
   if (input.endpointId !== undefined && s.endpointTenant.get(input.endpointId) !== input.tenantId) {
     throw new NotFoundError('endpoint', input.endpointId, 'endpointId');
   }
+  const createdAt = clock.now();
   const row: EventRow = {
-    id: input.id ?? newId('evt'),
+    id: input.id ?? newEventId(createdAt),
     tenant_id: input.tenantId,
     type: input.type,
     payload: input.payloadJson,
-    created_at: clock.now(),
+    created_at: createdAt,
     endpoint_id: input.endpointId ?? null,
   };
   s.insertEvent.run(row);

@@ -125,7 +125,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
 
     function plan(event: OutboxEvent, endpointIds: readonly string[], dueAt: number): NewDelivery[] {
       return endpointIds.map((endpointId) => ({
-        id: deliveryIdFor(event.id, endpointId),
+        id: deliveryIdFor(event.id, endpointId, event.createdAt),
         eventId: event.id,
         endpointId,
         tenantId: event.tenantId,
@@ -309,7 +309,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           expect(await store.unfannedEvents(10)).to.deep.equal([]);
           const delivery = await store.getDelivery(deliveryIds[0]!);
           expect(delivery).to.deep.equal({
-            id: deliveryIdFor(event.id, 'ep_1'),
+            id: deliveryIdFor(event.id, 'ep_1', event.createdAt),
             eventId: event.id,
             endpointId: 'ep_1',
             tenantId: 'acme',

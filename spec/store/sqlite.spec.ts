@@ -188,10 +188,10 @@ describe('SqliteStore', () => {
           const id = `evt_${seq++}`;
           await store.appendEvents([{ id, tenantId: 'acme', type: 't', payload: '{}', createdAt: now, endpointId: null }]);
           await store.recordFanOuts([{ eventId: id, deliveries: [{
-            id: deliveryIdFor(id, endpointId), eventId: id, endpointId, tenantId: 'acme', eventType: 't',
+            id: deliveryIdFor(id, endpointId, now), eventId: id, endpointId, tenantId: 'acme', eventType: 't',
             slot: slotOf(endpointId, 4), nextAttemptAt: dueAt, createdAt: now,
           }] }]);
-          return deliveryIdFor(id, endpointId);
+          return deliveryIdFor(id, endpointId, now);
         };
         const orphan = await seed('ep_orphan', now - 2 * 3_600_000);
         for (let i = 0; i < 1_100; i++) await seed('ep_big', now - 3_600_000 + i);
@@ -236,7 +236,7 @@ describe('SqliteStore', () => {
         };
         await store.createEndpoint(endpoint);
         await store.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{"a":1}', createdAt: now, endpointId: null }]);
-        const deliveryId = deliveryIdFor('evt_1', 'ep_1');
+        const deliveryId = deliveryIdFor('evt_1', 'ep_1', now);
         await store.recordFanOuts([{ eventId: 'evt_1', deliveries: [{
           id: deliveryId, eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't',
           slot: slotOf('ep_1', 4), nextAttemptAt: now, createdAt: now,
