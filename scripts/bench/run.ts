@@ -111,8 +111,11 @@ for (const [name, r] of Object.entries(scenarios)) {
       rows.push([name, `peak/mean ${fmt(r.peakToMean)}`, `peak ${fmt(r.peakPerSec)}/s, mean ${fmt(r.meanPerSec)}/s over ${fmt(r.recoverySeconds, ' s')}`, 'peak ≤ 3 × mean', verdict(r)]);
       break;
     case 'cluster':
-      rows.push([name, String(r.status ?? '—'), String(r.reason ?? ''), 'report', '—']);
+    {
+      const duplicates = r.duplicates as Result | undefined;
+      rows.push([name, `ratio ${fmt(r.ratio)}`, `2 processes ${fmt(r.twoProcessesPerSec)} ev/s vs 1 process ${fmt(r.oneProcessPerSec)} ev/s (${fmt(r.events)} events, slots ${Array.isArray(r.slotsPerNode) ? r.slotsPerNode.join('+') : '—'}, duplicates ${fmt(duplicates?.twoProcesses)})`, 'report', '—']);
       break;
+    }
     default:
       rows.push([name, '—', JSON.stringify(r).slice(0, 60), '', verdict(r)]);
   }

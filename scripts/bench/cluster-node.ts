@@ -1,0 +1,39 @@
+/**
+ * One Herald node of the cluster scenario, forked by it:
+ *   tsx scripts/bench/cluster-node.ts '<config overrides as JSON>'
+ *
+ * Over IPC it reports `{type: 'slots', count}` whenever the slots it holds
+ * change and `{type: 'delivered', count}` (a running total) every 50 ms while
+ * it delivers; `{type: 'close'}` closes it in order (leases released), then it exits.
+ */
+import { resolveConfig, type ConfigOverrides } from '../../lib/config/config.ts';
+import { Herald } from '../../lib/herald.ts';
+
+const overrides = JSON.parse(process.argv[2] ?? '{}') as ConfigOverrides;
+const herald = await Herald.open(resolveConfig(overrides));
+let delivered = 0;
+let reported = 0;
+herald.events.on('attempt', (e) => {
+  if (e.applied && e.settlement.kind === 'delivered') delivered += 1;
+});
+let slots = -1;
+herald.events.on('leases', (e) => {
+  if (e.slots.length === slots) return;
+  slots = e.slots.length;
+  process.send?.({ type: 'slots', count: slots });
+});
+herald.events.on('failure', (e) => process.stderr.write(`cluster node: failure in ${e.where}: ${String(e.error)}\n`));
+await herald.start();
+
+const report = setInterval(() => {
+  if (delivered === reported) return;
+  reported = delivered;
+  process.send?.({ type: 'delivered', count: delivered });
+}, 50);
+process.on('message', (message: { type: string }) => {
+  if (message.type !== 'close') return;
+  clearInterval(report);
+  void herald.close().then(() => process.exit(0));
+});
+// The bench went away: never outlive it.
+process.on('disconnect', () => process.exit(0));
