@@ -62,12 +62,12 @@ describe('SigningPool', () => {
   });
 
   context('when a flush is large', () => {
-    it('sends 40 × 8 KiB to the pool in batches sized by bytes', async () => {
-      const batch = requests(40, 8 * KiB, keys);
+    it('sends 40 × 64 KiB to the pool in batches sized by bytes', async () => {
+      const batch = requests(40, 64 * KiB, keys);
       const headers = await Promise.all(batch.map((r) => pool.sign(r)));
       expect(headers).to.deep.equal(batch.map(inline));
-      // 256 KiB per task: 32 bodies, then 8.
-      expect(pool.stats).to.deep.equal({ inline: 0, pooled: 40, tasks: 2 });
+      // 1 MiB per task: 16 bodies, 16, then 8.
+      expect(pool.stats).to.deep.equal({ inline: 0, pooled: 40, tasks: 3 });
     });
 
     it('sends a single body larger than batchMaxBytes alone', async () => {

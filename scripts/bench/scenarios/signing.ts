@@ -1,7 +1,7 @@
 /**
  * Signing: main-thread CPU per signature through the piscina signing pool, at
  * the batches Herald forms (every `sign()` of one event-loop turn is one
- * flush; the pool cuts it into tasks of ≤ 64 requests and ≤ 256 KiB), for
+ * flush; the pool cuts it into tasks of ≤ 64 requests and ≤ 1 MiB), for
  * 1 KiB and 64 KiB bodies. Baseline: `createHmac` inline on the main thread.
  *
  * Main-thread CPU is the event loop's active time (`eventLoopUtilization`),
@@ -42,12 +42,6 @@ export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
       target: `<= ${size.target}x inline`,
       met: ratio <= size.target,
     };
-    if (size.bytes > 16 * 1024) {
-      // What bigger tasks would give big bodies: 16 per task (1 MiB), as MEASURED.md found best.
-      progress(`${size.name}: through the signing pool, batchMaxBytes 1 MiB`);
-      const tuned = await throughPool(key, body, size.count, { batchMaxBytes: 1024 * 1024 });
-      entry['tuned'] = { batchMaxBytes: 1024 * 1024, poolMainThreadUsPerSignature: round(tuned.mainUs, 2), ratio: round(tuned.mainUs / inlineUs, 3), requestsPerTask: round(tuned.perTask, 1) };
-    }
     result[size.name] = entry;
   }
   return { ...result, target: '<= 1.0x inline at 1 KiB, <= 0.25x at 64 KiB', met };
