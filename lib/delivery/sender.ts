@@ -4,11 +4,14 @@
  * It never throws for a delivery failure; every way a request can go wrong
  * (timeout, refused, reset, DNS, TLS, an address the SSRF guard refuses)
  * becomes an outcome for `classify()` to judge. Redirects are never followed
- * (undici's `request` does not follow them), at most `responseBodyMaxBytes`
- * of a response are kept, and the rest is discarded without being buffered.
+ * (a dispatch does not follow them), at most `responseBodyMaxBytes` of a
+ * response are kept, and the rest is discarded without being buffered.
  *
- * Connections are pooled per origin by one undici `Agent` with keep-alive.
- * The SSRF guard sits in the Agent's connector, so it judges the address
+ * Connections are pooled per origin by one undici `Pool` each, with
+ * keep-alive; each request is dispatched to its pool with an `Exchange`
+ * handler (no stream, promise or AbortSignal per request) and its timeout is
+ * an entry in the sender's `Deadlines` (one clock timer for all requests).
+ * The SSRF guard sits in the pools' connector, so it judges the address
  * actually connected to (after DNS), not the one a URL seemed to name.
  *
  * Lifecycle: open from `createSender()` until `close()`; `send()` after
@@ -16,13 +19,14 @@
  */
 import dns from 'node:dns';
 import net from 'node:net';
-import { Agent, buildConnector, request } from 'undici';
-import type { Dispatcher } from 'undici';
+import { Pool, buildConnector } from 'undici';
 import type { Clock } from '../clock.ts';
 import { BlockedAddressError, ClosedError, ConfigError, ErrorCode, hasCode } from '../errors.ts';
 import type { Outcome } from '../model.ts';
 import { createAddressGuard } from './address-guard.ts';
 import type { AddressGuard } from './address-guard.ts';
+import { Deadlines } from './deadlines.ts';
+import { Exchange } from './exchange.ts';
 
 const SECOND = 1_000;
 const KIB = 1_024;
@@ -225,58 +229,6 @@ function failureOutcome(error: unknown): Outcome {
   return { kind: 'network', code: networkCode(error), message: messageOf(error) };
 }
 
-function firstHeader(value: string | string[] | undefined): string | null {
-  if (Array.isArray(value)) return value[0] ?? null;
-  return value ?? null;
-}
-
-type ResponseBody = Dispatcher.ResponseData['body'];
-
-/**
- * Reads at most `maxBytes` of `body`, then pauses it. Rejects if the body
- * fails (or is aborted by the timeout) before then.
- */
-function captureBody(body: ResponseBody, maxBytes: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const settle = (error?: unknown): void => {
-      body.off('data', onData).off('end', onEnd).off('close', onEnd).off('error', settle);
-      if (error !== undefined) reject(error);
-      else resolve(Buffer.concat(chunks, size));
-    };
-    const onEnd = (): void => settle();
-    const onData = (chunk: Buffer): void => {
-      const part = chunk.subarray(0, maxBytes - size);
-      chunks.push(part);
-      size += part.length;
-      if (size >= maxBytes) {
-        body.pause();
-        settle();
-      }
-    };
-    if (maxBytes === 0) {
-      resolve(Buffer.alloc(0));
-      return;
-    }
-    body.on('data', onData).once('end', onEnd).once('close', onEnd).once('error', settle);
-  });
-}
-
-/** Drops what is left of a body: drained if small (keeping the connection), else cut off. */
-async function discardBody(body: ResponseBody): Promise<void> {
-  try {
-    await body.dump({ limit: DISCARD_MAX_BYTES });
-  } catch {
-    // The connection is gone either way; the outcome is already known.
-  }
-}
-
-/** UTF-8 text of the kept bytes, without a character cut in half at the limit. */
-function decodeText(bytes: Buffer): string {
-  return new TextDecoder('utf-8').decode(bytes, { stream: true });
-}
-
 function invalidUrl(url: string, why: string): Outcome {
   return { kind: 'network', code: INVALID_URL_CODE, message: `${JSON.stringify(url)}: ${why}` };
 }
@@ -290,59 +242,47 @@ export function createSender(options: SenderOptions): Sender {
   const settings = validateOptions(options);
   const { clock } = settings;
   const guard = createAddressGuard(settings.allowNetworks);
-  const agent = new Agent({
-    connections: settings.connectionsPerOrigin,
-    headersTimeout: SAFETY_NET_TIMEOUT_MS,
-    bodyTimeout: SAFETY_NET_TIMEOUT_MS,
-    connect: guardedConnector(guard),
-  });
+  const connect = guardedConnector(guard);
+  const pools = new Map<string, Pool>();
+  const targets = new Map<string, Target | Outcome>();
+  const deadlines = new Deadlines(clock);
   let closed = false;
 
-  async function attempt(sendRequest: SendRequest): Promise<Outcome> {
-    let url: URL;
-    try {
-      url = new URL(sendRequest.url);
-    } catch {
-      return invalidUrl(sendRequest.url, 'not an absolute URL');
+  const poolFor = (origin: string): Pool => {
+    let pool = pools.get(origin);
+    if (pool === undefined) {
+      pool = new Pool(origin, {
+        connections: settings.connectionsPerOrigin,
+        pipelining: 1,
+        headersTimeout: SAFETY_NET_TIMEOUT_MS,
+        bodyTimeout: SAFETY_NET_TIMEOUT_MS,
+        connect,
+      });
+      pools.set(origin, pool);
     }
-    if (!ALLOWED_PROTOCOLS.has(url.protocol)) return invalidUrl(sendRequest.url, `unsupported protocol ${JSON.stringify(url.protocol)}`);
+    return pool;
+  };
+
+  async function attempt(sendRequest: SendRequest): Promise<Outcome> {
+    const target = targetOf(sendRequest.url, targets);
+    if ('kind' in target) return target;
 
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': USER_AGENT };
     for (const [name, value] of Object.entries(sendRequest.headers)) headers[name.toLowerCase()] = value;
 
     const { timeoutMs } = sendRequest;
-    const controller = new AbortController();
-    let timedOut = false;
-    const timer = clock.setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, timeoutMs);
+    const exchange = new Exchange({
+      keepBytes: settings.responseBodyMaxBytes,
+      discardBytes: DISCARD_MAX_BYTES,
+      timeoutMs,
+      failure: failureOutcome,
+    });
+    const deadline = deadlines.add(clock.now() + timeoutMs, () => exchange.expire());
     try {
-      const response = await request(url, {
-        dispatcher: agent,
-        method: 'POST',
-        headers,
-        body: sendRequest.body,
-        signal: controller.signal,
-      });
-      response.body.on('error', () => {
-        // Errors are seen by captureBody or, once it is done, no longer matter.
-      });
-      const kept = await captureBody(response.body, settings.responseBodyMaxBytes);
-      const outcome: Outcome = {
-        kind: 'response',
-        status: response.statusCode,
-        location: firstHeader(response.headers['location']),
-        retryAfter: firstHeader(response.headers['retry-after']),
-        body: decodeText(kept),
-      };
-      await discardBody(response.body);
-      return outcome;
-    } catch (error) {
-      if (timedOut) return { kind: 'timeout', timeoutMs };
-      return failureOutcome(error);
+      poolFor(target.origin).dispatch({ path: target.path, method: 'POST', headers, body: sendRequest.body }, exchange);
+      return await exchange.outcome;
     } finally {
-      timer.cancel();
+      deadline.cancel();
     }
   }
 
@@ -356,7 +296,38 @@ export function createSender(options: SenderOptions): Sender {
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
-      await agent.close();
+      await Promise.all([...pools.values()].map((pool) => pool.close()));
+      pools.clear();
+      deadlines.close();
     },
   });
+}
+
+/** Where a URL's requests go: its pool's origin and the request path. */
+interface Target {
+  readonly origin: string;
+  readonly path: string;
+}
+
+/** Endpoint URLs parsed once each; past this many, the cache starts over. */
+const TARGET_CACHE_MAX = 10_000;
+
+/** The URL's origin and path, or the outcome of a URL that cannot be sent to. */
+function targetOf(url: string, cache: Map<string, Target | Outcome>): Target | Outcome {
+  let target = cache.get(url);
+  if (target !== undefined) return target;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    target = invalidUrl(url, 'not an absolute URL');
+  }
+  if (parsed !== undefined) {
+    target = ALLOWED_PROTOCOLS.has(parsed.protocol)
+      ? { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}` }
+      : invalidUrl(url, `unsupported protocol ${JSON.stringify(parsed.protocol)}`);
+  }
+  if (cache.size >= TARGET_CACHE_MAX) cache.clear();
+  cache.set(url, target!);
+  return target!;
 }
