@@ -100,13 +100,13 @@ export class Herald {
     let herald: Herald | undefined;
     const store =
       deps.store ??
-      openStore(config.store, {
+      (await openStore(config.store, {
         clock,
         pollIntervalMs: config.engine.pollIntervalMs,
         retentionMs: config.retention.keepMs,
         // The MongoDB change feed reports its restarts; they become engine events (log, metrics).
         onChangeFeedRestart: (restart) => herald?.events.emit('feedRestart', { reason: restart.reason }),
-      });
+      }));
     const { slotCount } = await store.init({ slotCount: config.engine.slotCount });
     herald = new Herald(config, store, slotCount, clock, deps.random ?? systemRandom);
     return herald;

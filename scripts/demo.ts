@@ -102,7 +102,7 @@ const moveLead = producerDb.transaction((n: number) => {
 });
 let n = 0;
 const producer = setInterval(() => {
-  moveLead(++n);
+  moveLead.immediate(++n);
 }, 1_500);
 setTimeout(() => clearInterval(producer), PRODUCE_FOR_MS);
 

@@ -8,7 +8,7 @@
  * runs and the timer is armed for the next live one.
  *
  *   add(at, onExpire) ─► heap; timer re-armed if `at` is the earliest
- *   cancel()          ─► entry marked done (left in the heap, skipped later);
+ *   cancel()          ─► entry marked done, its callback dropped (left in the heap, skipped later);
  *                        the last live entry cancelled ─► heap cleared, timer cancelled
  *   timer fires       ─► pop expired: live ones expire, done ones are dropped ─► re-arm
  *
@@ -26,7 +26,8 @@ export interface Deadline {
 
 interface Entry extends Deadline {
   readonly at: number;
-  readonly onExpire: () => void;
+  /** Dropped once done: a cancelled entry waits in the heap until its turn and must not hold on to its request. */
+  onExpire: (() => void) | undefined;
   done: boolean;
 }
 
@@ -61,6 +62,7 @@ export class Deadlines {
       cancel: () => {
         if (entry.done) return;
         entry.done = true;
+        entry.onExpire = undefined;
         if (--this.#live === 0) this.#clear();
       },
     };
@@ -104,7 +106,11 @@ export class Deadlines {
     }
     const next = this.#heap[0];
     if (next !== undefined) this.#arm(next.at);
-    for (const entry of expired) entry.onExpire();
+    for (const entry of expired) {
+      const onExpire = entry.onExpire;
+      entry.onExpire = undefined;
+      onExpire?.();
+    }
   }
 
   #push(entry: Entry): void {

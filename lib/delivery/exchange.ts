@@ -100,12 +100,9 @@ export class Exchange implements Dispatcher.DispatchHandler {
     return true;
   }
 
-  onComplete(): void {
-    this.#decide(this.#response());
-  }
-
   onError(error: Error): void {
     this.#decide(this.#options.failure(error));
+    this.#abort = undefined;
   }
 
   #response(): Outcome {
@@ -117,6 +114,12 @@ export class Exchange implements Dispatcher.DispatchHandler {
     if (this.#decided) return;
     this.#decided = true;
     this.#resolve(outcome);
+  }
+
+  onComplete(): void {
+    this.#decide(this.#response());
+    // The exchange is over: let go of undici's request and socket.
+    this.#abort = undefined;
   }
 }
 

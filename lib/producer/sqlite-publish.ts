@@ -79,7 +79,11 @@ export function publish(
     statements.set(db, s);
   }
   const prepared = s;
-  return db.transaction(() => valid.map((event) => publishOne(prepared, event, clock)))();
+  const write = db.transaction(() => valid.map((event) => publishOne(prepared, event, clock)));
+  // In the caller's transaction, join it. Alone, take the write lock first (IMMEDIATE): a
+  // deferred transaction reads, then fails at once with SQLITE_BUSY ("database is locked",
+  // no busy wait) if another process committed between its read and its write.
+  return db.inTransaction ? write() : write.immediate();
 }
 
 function publishOne(s: Statements, input: ValidEventInput, clock: Clock): OutboxEvent {

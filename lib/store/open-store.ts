@@ -3,19 +3,20 @@
  * (or `mongodb+srv://`) URI, or `mongodb-memory-server` (an embedded
  * single-node replica set, for demos). Nothing connects here: the store's
  * `init()` opens the file or connects and checks the server.
+ *
+ * The MongoDB adapter is imported only when a MongoDB store is named: its
+ * driver costs ≈ 22 MB of memory that a process on SQLite has no use for.
  */
 import type { Clock } from '../clock.ts';
 import type { ChangeFeedRestart } from './mongo/change-feed.ts';
 import { ConfigError, ValidationError } from '../errors.ts';
-import { startEmbeddedReplicaSet } from './mongo/embedded-server.ts';
-import { MongoStore } from './mongo/mongo-store.ts';
 import { EMBEDDED_MONGODB_SETTING, parseMongoUri, redactMongoUri } from './mongo/mongo-uri.ts';
 import type { Store } from './port.ts';
 import { SqliteStore } from './sqlite/sqlite-store.ts';
 
 const STORE_RULE = 'must be sqlite:<path>, a mongodb:// (or mongodb+srv://) URI, or mongodb-memory-server';
 
-export function openStore(
+export async function openStore(
   setting: string,
   options: {
     clock: Clock;
@@ -25,7 +26,7 @@ export function openStore(
     /** Told when the MongoDB change feed restarts (lost token, invalidate, non-resumable error). */
     onChangeFeedRestart?: (restart: ChangeFeedRestart) => void;
   },
-): Store {
+): Promise<Store> {
   if (setting.startsWith('sqlite:')) {
     return new SqliteStore({ path: setting.slice('sqlite:'.length), clock: options.clock, pollIntervalMs: options.pollIntervalMs });
   }
@@ -35,6 +36,10 @@ export function openStore(
     ...(options.onChangeFeedRestart === undefined ? {} : { onChangeFeedRestart: options.onChangeFeedRestart }),
   };
   if (setting === EMBEDDED_MONGODB_SETTING) {
+    const [{ MongoStore }, { startEmbeddedReplicaSet }] = await Promise.all([
+      import('./mongo/mongo-store.ts'),
+      import('./mongo/embedded-server.ts'),
+    ]);
     return new MongoStore({ embedded: startEmbeddedReplicaSet, ...mongo });
   }
   if (setting.startsWith('mongodb://') || setting.startsWith('mongodb+srv://')) {
@@ -44,6 +49,7 @@ export function openStore(
       if (error instanceof ValidationError) throw new ConfigError('store', redactUri(setting), error.rule);
       throw error;
     }
+    const { MongoStore } = await import('./mongo/mongo-store.ts');
     return new MongoStore({ uri: setting, ...mongo });
   }
   throw new ConfigError('store', redactUri(setting), STORE_RULE);

@@ -165,9 +165,9 @@ export const round = (value: number, digits = 2): number => {
 
 export const MB = 1024 * 1024;
 
-export function memory(): { rssMB: number; heapUsedMB: number } {
+export function memory(): { rssMB: number; heapUsedMB: number; heapTotalMB: number; externalMB: number } {
   const m = process.memoryUsage();
-  return { rssMB: round(m.rss / MB, 1), heapUsedMB: round(m.heapUsed / MB, 1) };
+  return { rssMB: round(m.rss / MB, 1), heapUsedMB: round(m.heapUsed / MB, 1), heapTotalMB: round(m.heapTotal / MB, 1), externalMB: round(m.external / MB, 1) };
 }
 
 export function gc(): void {

@@ -69,11 +69,11 @@ describe('MongoStore (no server needed)', () => {
   const clock = new ManualClock();
 
   context('when the store setting is not a usable MongoDB URI', () => {
-    it('refuses it with HERALD_INVALID_CONFIG naming the rule, password hidden', () => {
+    it('refuses it with HERALD_INVALID_CONFIG naming the rule, password hidden', async () => {
       for (const setting of ['mongodb:/localhost/db', 'mongodb://', 'mongodb://u:s3cret@/db', 'mongodbx://h', 'postgres://h/db']) {
         let thrown: unknown;
         try {
-          openStore(setting, { clock, pollIntervalMs: 50 });
+          await openStore(setting, { clock, pollIntervalMs: 50 });
         } catch (error) {
           thrown = error;
         }
@@ -99,7 +99,7 @@ describe('MongoStore (no server needed)', () => {
 
   context('when a valid URI is given', () => {
     it('opens nothing until init(), and rejects use before it with HERALD_STORE', async () => {
-      const store = openStore('mongodb://127.0.0.1:1/herald?replicaSet=rs0', { clock, pollIntervalMs: 50 });
+      const store = await openStore('mongodb://127.0.0.1:1/herald?replicaSet=rs0', { clock, pollIntervalMs: 50 });
       expect(store).to.be.instanceOf(MongoStore);
       const early = await rejection(store.getEndpoint('ep_1'));
       expect(early.code).to.equal(ErrorCode.STORE);

@@ -972,7 +972,7 @@ export class SqliteStore implements Store {
         db.pragma('journal_mode = WAL');
         // NORMAL in WAL: a power loss may drop the last commits but never corrupts; ~6× faster single-row commits.
         db.pragma('synchronous = NORMAL');
-        db.pragma('cache_size = -65536');
+        db.pragma('cache_size = -16384');
         db.pragma('temp_store = MEMORY');
         ensureSchema(db);
         return { db, s: prepareStatements(db) };

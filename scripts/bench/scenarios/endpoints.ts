@@ -34,7 +34,12 @@ export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
     let peak = { ...beforeDelivery };
     const sampler = setInterval(() => {
       const now = memory();
-      peak = { rssMB: Math.max(peak.rssMB, now.rssMB), heapUsedMB: Math.max(peak.heapUsedMB, now.heapUsedMB) };
+      peak = {
+        rssMB: Math.max(peak.rssMB, now.rssMB),
+        heapUsedMB: Math.max(peak.heapUsedMB, now.heapUsedMB),
+        heapTotalMB: Math.max(peak.heapTotalMB, now.heapTotalMB),
+        externalMB: Math.max(peak.externalMB, now.externalMB),
+      };
     }, 100);
     progress(`publishing one event to each of ${count} endpoints`);
     const started = performance.now();
@@ -61,6 +66,9 @@ export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
       peakHeapMB: peak.heapUsedMB,
       settledRssMB: settled.rssMB,
       settledHeapMB: settled.heapUsedMB,
+      rssBeforeDeliveryMB: beforeDelivery.rssMB,
+      heapTotalMB: { peak: peak.heapTotalMB, settled: settled.heapTotalMB },
+      externalMB: { peak: peak.externalMB, settled: settled.externalMB },
       actorsAtPeak,
       actorsAfterEviction,
       target: '<= 200 MB RSS',

@@ -8,7 +8,7 @@
  * should keep the recovery from arriving as one wall of requests.
  */
 import { publish } from '../../../lib/producer/sqlite-publish.ts';
-import { openBenchHerald, progress, round, sleep, startSinkProcess, waitFor, type ScenarioOptions, type ScenarioResult } from '../harness.ts';
+import { openBenchHerald, preciseNow, progress, round, sleep, startSinkProcess, waitFor, type ScenarioOptions, type ScenarioResult } from '../harness.ts';
 
 const ENDPOINTS = 500;
 
@@ -46,7 +46,8 @@ export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
     await sleep(failForMs);
     const failing = await sink.take();
     sink.configure({ status: 200 });
-    const recoveredAt = Date.now();
+    // On the clock the sink stamps arrivals with (the machine's monotonic clock).
+    const recoveredAt = preciseNow();
     progress('the sink recovers');
     const times: number[] = [];
     await waitFor(async () => {
