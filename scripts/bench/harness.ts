@@ -91,20 +91,24 @@ export async function startSinkProcess(config: SinkConfig = {}): Promise<SinkPro
         child.on('message', onMessage);
         child.send({ type: 'take' });
       }),
-    close: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        const timer = setTimeout(() => {
-          child.kill('SIGKILL');
-          resolve();
-        }, 5_000);
-        child.once('exit', () => {
-          clearTimeout(timer);
-          resolve();
-        });
-        child.send({ type: 'close' });
-      }),
+    close: () => closeChild(child, 5_000),
   };
+}
+
+/** Asks a forked child to close (`{type: 'close'}`) and waits for it to exit; kills it after `graceMs`. */
+export function closeChild(child: ChildProcess, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      resolve();
+    }, graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.send({ type: 'close' });
+  });
 }
 
 // Herald ----------------------------------------------------------------------

@@ -20,7 +20,7 @@ import Database from 'better-sqlite3';
 import { resolveConfig } from '../../../lib/config/config.ts';
 import { Herald } from '../../../lib/herald.ts';
 import { publish } from '../../../lib/producer/sqlite-publish.ts';
-import { payloadOf, progress, round, sleep, startSinkProcess, waitFor, type ScenarioOptions, type ScenarioResult } from '../harness.ts';
+import { closeChild, payloadOf, progress, round, sleep, startSinkProcess, waitFor, type ScenarioOptions, type ScenarioResult } from '../harness.ts';
 
 const ENDPOINTS = 100;
 const BODY_BYTES = 1024;
@@ -129,19 +129,7 @@ function startNode(overrides: object): ClusterNode {
     slots: 0,
     delivered: 0,
     child,
-    close: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        const timer = setTimeout(() => {
-          child.kill('SIGKILL');
-          resolve();
-        }, 10_000);
-        child.once('exit', () => {
-          clearTimeout(timer);
-          resolve();
-        });
-        child.send({ type: 'close' });
-      }),
+    close: () => closeChild(child, 10_000),
   };
   child.on('message', (message: { type: string; count: number }) => {
     if (message.type === 'slots') node.slots = message.count;
