@@ -314,12 +314,7 @@ export class Supervisor {
       }
       const limit = Math.min(this.#options.claimBatchSize, room);
       const jobs = await store.claimDue({ owner: this.#deps.owner, now, limit, perEndpointLimit, skipEndpointIds: skip });
-      const claimed = new Map<string, number>();
-      for (const job of jobs) {
-        const endpointId = job.delivery.endpointId;
-        claimed.set(endpointId, (claimed.get(endpointId) ?? 0) + 1);
-        await this.#dispatch(job);
-      }
+      const claimed = await this.#dispatchAll(jobs);
       for (const [endpointId, count] of claimed) if (count >= perEndpointLimit) this.#mayHaveMore.add(endpointId);
       if (jobs.length < limit) return;
     }
@@ -345,13 +340,7 @@ export class Supervisor {
         room -= limit;
       }
       if (wants.length === 0) return;
-      const jobs = await store.claimForEndpoints({ owner: this.#deps.owner, now, endpoints: wants });
-      const claimed = new Map<string, number>();
-      for (const job of jobs) {
-        const endpointId = job.delivery.endpointId;
-        claimed.set(endpointId, (claimed.get(endpointId) ?? 0) + 1);
-        await this.#dispatch(job);
-      }
+      const claimed = await this.#dispatchAll(await store.claimForEndpoints({ owner: this.#deps.owner, now, endpoints: wants }));
       let full = false;
       for (const { endpointId, limit } of wants) {
         this.#mayHaveMore.delete(endpointId);
@@ -363,6 +352,17 @@ export class Supervisor {
       }
       if (!full) return;
     }
+  }
+
+  /** Hands every job to its actor; returns how many each endpoint got. */
+  async #dispatchAll(jobs: readonly DeliveryJob[]): Promise<Map<string, number>> {
+    const claimed = new Map<string, number>();
+    for (const job of jobs) {
+      const endpointId = job.delivery.endpointId;
+      claimed.set(endpointId, (claimed.get(endpointId) ?? 0) + 1);
+      await this.#dispatch(job);
+    }
+    return claimed;
   }
 
   async #dispatch(job: DeliveryJob): Promise<void> {
