@@ -3,14 +3,17 @@
  * and the library offer on it.
  *
  * Lifecycle: `Herald.open()` opens the store and builds the parts;
- * `start()` takes slot leases and starts the supervisor; `close()` shuts down
- * in this order: supervisor (stop claiming; running attempts settle, queued
- * ones are given back) → leases released → ticker, breakers → signing pool →
- * sender → store.
+ * `start()` records this process beside the data (releasing the leases of a
+ * provably dead predecessor on this host, lib/cluster/local-nodes.ts), takes
+ * slot leases and starts the supervisor; `close()` shuts down in this order:
+ * supervisor (stop claiming; running attempts settle, queued ones are given
+ * back) → leases released → node record removed → ticker, breakers → signing
+ * pool → sender → store.
  */
 import { EventEmitter } from 'node:events';
 import { systemClock, systemRandom, type Clock, type Random } from './clock.ts';
 import { LeaseKeeper } from './cluster/lease-keeper.ts';
+import { LocalNodes, localNodesFolder, storeKeyOf, type ProcessProbe } from './cluster/local-nodes.ts';
 import type { HeraldConfig } from './config/config.ts';
 import { createSender, type Sender } from './delivery/sender.ts';
 import {
@@ -32,6 +35,7 @@ import { SigningPool } from './signing/signing-pool.ts';
 import { webhookHeaders } from './signing/signature.ts';
 import { openStore } from './store/open-store.ts';
 import type { DeadLetterFilter, DeliveryFilter, SlotLease, Store } from './store/port.ts';
+import { StoreHealth, type StoreAvailability } from './store/store-health.ts';
 
 /** An endpoint as the API shows it: never its secrets. */
 export type EndpointView = Omit<Endpoint, 'secrets'> & {
@@ -49,8 +53,17 @@ export interface StatusSnapshot {
   /** Deliveries by status, all nodes together (empty when the store did not answer). */
   readonly deliveries: Readonly<Record<string, number>>;
   readonly fencedWrites: number;
-  /** Whether the store answered the status query, how fast (by the clock), and its error if not. */
-  readonly store: { readonly reachable: boolean; readonly latencyMs: number; readonly error: string | null };
+  /**
+   * `reachable`: the store answered the status query (how fast, by the clock). `available`: it also
+   * takes this process's work — no call stuck waiting (a lock held by another process) and no
+   * recent store failure (a full disk); the readiness probe's verdict. `error` says why not.
+   */
+  readonly store: {
+    readonly reachable: boolean;
+    readonly available: boolean;
+    readonly latencyMs: number;
+    readonly error: string | null;
+  };
   /** The cluster as this node sees it: live nodes, the leases it holds, slots it is handing over. */
   readonly cluster: {
     readonly liveNodes: readonly string[];
@@ -70,8 +83,10 @@ export interface StatusSnapshot {
 export interface HeraldDeps {
   readonly clock?: Clock;
   readonly random?: Random;
-  /** A store to use instead of the one `config.store` names (tests). */
+  /** A store to use instead of the one `config.store` names (tests). Its node records are then not kept. */
   readonly store?: Store;
+  /** How dead predecessors on this host are told apart from live processes (tests). */
+  readonly processProbe?: ProcessProbe;
 }
 
 export class Herald {
@@ -82,6 +97,7 @@ export class Herald {
   readonly #clock: Clock;
   readonly #random: Random;
   readonly #store: Store;
+  readonly #storeHealth: StoreHealth;
   readonly #slotCount: number;
   readonly #sender: Sender;
   readonly #signer: SigningPool;
@@ -89,6 +105,8 @@ export class Herald {
   readonly #breakers: BreakerFamily;
   readonly #limiter: InFlightLimiter;
   readonly #leases: LeaseKeeper;
+  /** This process's record beside the data, and the reaping of dead predecessors (none for an injected store). */
+  readonly #localNodes: LocalNodes | undefined;
   readonly #supervisor: Supervisor;
   readonly #startedAt: number;
   #purgeTimer: { cancel(): void } | undefined;
@@ -108,12 +126,27 @@ export class Herald {
         onChangeFeedRestart: (restart) => herald?.events.emit('feedRestart', { reason: restart.reason }),
       }));
     const { slotCount } = await store.init({ slotCount: config.engine.slotCount });
-    herald = new Herald(config, store, slotCount, clock, deps.random ?? systemRandom);
+    // Only the data `config.store` names is known to live beside a folder; an injected store's is not.
+    const folder = deps.store === undefined ? localNodesFolder(config.store, config.dataDir) : undefined;
+    const local = folder === undefined ? undefined : { folder, storeKey: storeKeyOf(config.store), probe: deps.processProbe };
+    herald = new Herald(config, store, slotCount, clock, deps.random ?? systemRandom, local);
     return herald;
   }
 
-  private constructor(config: HeraldConfig, store: Store, slotCount: number, clock: Clock, random: Random) {
+  private constructor(
+    config: HeraldConfig,
+    unmonitoredStore: Store,
+    slotCount: number,
+    clock: Clock,
+    random: Random,
+    local: { readonly folder: string; readonly storeKey: string; readonly probe: ProcessProbe | undefined } | undefined,
+  ) {
     this.config = config;
+    // Every call the engine, the lease keeper and the API make goes through the health monitor:
+    // readiness follows what the store actually does (writes that wait on a lock or fail), not one
+    // probe read. An idle node still heartbeats, so a stuck store shows within a heartbeat.
+    this.#storeHealth = new StoreHealth({ clock });
+    const store = this.#storeHealth.monitor(unmonitoredStore);
     this.#store = store;
     this.#slotCount = slotCount;
     this.#clock = clock;
@@ -150,6 +183,19 @@ export class Herald {
         onError: (error) => emit('failure', { where: 'lease renewal', error }),
       },
     );
+    this.#localNodes =
+      local === undefined
+        ? undefined
+        : new LocalNodes(
+            { folder: local.folder, nodeId: this.nodeId, storeKey: local.storeKey },
+            {
+              store,
+              clock,
+              ...(local.probe === undefined ? {} : { probe: local.probe }),
+              reaped: (node) => emit('predecessorReaped', node),
+              onError: (file, error) => emit('failure', { where: `node record ${file}`, error }),
+            },
+          );
     this.#supervisor = new Supervisor(
       {
         slotCount,
@@ -211,6 +257,8 @@ export class Herald {
   async start(): Promise<void> {
     if (this.#started) return;
     this.#started = true;
+    // Before the first lease round: a dead predecessor's slots are then free to take at once.
+    await this.#localNodes?.start();
     await this.#leases.start();
     this.#supervisor.start();
     this.#purgeTimer = this.#clock.setInterval(() => void this.purge(), this.config.retention.purgeIntervalMs);
@@ -220,6 +268,7 @@ export class Herald {
     this.#purgeTimer?.cancel();
     await this.#supervisor.close();
     await this.#leases.close();
+    this.#localNodes?.close();
     this.#ticker.close();
     this.#breakers.close();
     await this.#signer.close();
@@ -424,7 +473,13 @@ export class Herald {
     } catch (error) {
       storeError = (error as Error)?.message ?? String(error);
     }
-    const store = { reachable: storeError === null, latencyMs: this.#clock.now() - askedAt, error: storeError };
+    const availability = this.storeAvailability;
+    const store = {
+      reachable: storeError === null,
+      available: storeError === null && availability.available,
+      latencyMs: this.#clock.now() - askedAt,
+      error: storeError ?? (availability.available ? null : availability.reason),
+    };
     return {
       node: this.nodeId,
       startedAt: this.#startedAt,
@@ -448,6 +503,11 @@ export class Herald {
         lastError: actor.lastError,
       })),
     };
+  }
+
+  /** Whether the store takes this process's work, from its recent calls (see `StoreHealth`). */
+  get storeAvailability(): StoreAvailability {
+    return this.#storeHealth.availability;
   }
 
   get leases(): readonly SlotLease[] {

@@ -16,7 +16,7 @@ interface Status {
   readonly inFlight: number;
   readonly fencedWrites: number;
   readonly deliveries: Record<string, number>;
-  readonly store: { reachable: boolean; latencyMs: number; error: string | null };
+  readonly store: { reachable: boolean; available: boolean; latencyMs: number; error: string | null };
   readonly actors: ReadonlyArray<{ endpointId: string; breaker: string; queued: number; running: number; pausedUntil: number | null; lastError: string | null }>;
   readonly recent: { windowMs: number; endpoints: ReadonlyArray<{ endpointId: string; attempts: number; failures: number; failureRate: number }> };
 }
@@ -35,7 +35,11 @@ export async function runStatus(args: readonly string[], io: CliIo): Promise<num
       writeJson(io, status);
       return 0;
     }
-    const store = status.store.reachable ? `reachable (${status.store.latencyMs} ms)` : `UNREACHABLE: ${status.store.error ?? ''}`;
+    const store = !status.store.reachable
+      ? `UNREACHABLE: ${status.store.error ?? ''}`
+      : status.store.available
+        ? `reachable (${status.store.latencyMs} ms)`
+        : `UNAVAILABLE: ${status.store.error ?? ''}`;
     io.stdout.write(
       keyValues([
         ['node', status.node],

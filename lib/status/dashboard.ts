@@ -79,7 +79,7 @@ async function refresh() {
     $('node').textContent = status.node + ' · ' + status.slotsOwned + '/' + status.slotCount + ' slots';
     const d = status.deliveries;
     $('summary').innerHTML = [['pending', d.pending], ['in flight', status.inFlight], ['delivered', d.delivered], ['dead', d.dead],
-      ['store', status.store.reachable ? 'up' : 'DOWN'], ['fenced writes', status.fencedWrites]]
+      ['store', status.store.available ? 'up' : status.store.reachable ? 'UNAVAILABLE' : 'DOWN'], ['fenced writes', status.fencedWrites]]
       .map(([k, v]) => '<div class="card"><span class="muted">' + esc(k) + '</span><b>' + esc(v ?? 0) + '</b></div>').join('');
 
     $('endpoints').innerHTML = endpoints.data.length === 0 ? '<tr><td class="empty">No endpoints yet.</td></tr>' :

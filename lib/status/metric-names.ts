@@ -110,7 +110,7 @@ export const METRIC_DOCS: Readonly<Record<MetricName, MetricDoc>> = {
     labels: ['status'],
     help: 'Deliveries in the store by status, all nodes together (pending is the backlog).',
   },
-  [MetricName.STORE_UP]: { type: 'gauge', labels: [], help: '1 when the store answered the last scrape, else 0.' },
+  [MetricName.STORE_UP]: { type: 'gauge', labels: [], help: '1 when the store answered the last scrape and takes writes (no call stuck on a lock, no recent store failure), else 0.' },
   [MetricName.CHANGE_FEED_RESTARTS]: {
     type: 'counter',
     labels: [],

@@ -131,6 +131,11 @@ export class StatusServer {
     const h = this.#herald;
     this.#route('GET', '/healthz', async () => ({ status: 200, json: { status: 'ok' } }), true);
     this.#route('GET', '/readyz', async () => {
+      // Before the probe read: a store can answer reads while its writes wait or fail.
+      const availability = h.storeAvailability;
+      if (!availability.available) {
+        return { status: 503, json: { status: 'not ready', reason: `store unavailable: ${availability.reason}` } };
+      }
       try {
         await h.store.countDeliveries();
       } catch (error) {

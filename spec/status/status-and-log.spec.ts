@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { StoreError } from '../../lib/errors.ts';
 import { encodeCursor, decodeCursor } from '../../lib/status/delivery-cursor.ts';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';
 import { expectOk, startStatus, type StatusFixture } from './status-fixture.ts';
@@ -18,7 +19,7 @@ describe('Status port: status, readiness and the delivery log', () => {
   function breakStore(fixture: StatusFixture): () => void {
     const store = fixture.t.herald.store as { countDeliveries: () => Promise<unknown> };
     store.countDeliveries = async () => {
-      throw new Error('SQLITE_CANTOPEN: unable to open database file');
+      throw new StoreError('SQLITE_CANTOPEN: unable to open database file');
     };
     return () => delete (store as Partial<typeof store>).countDeliveries;
   }
@@ -43,7 +44,7 @@ describe('Status port: status, readiness and the delivery log', () => {
     });
 
     context('when the store is unreachable', () => {
-      it('answers 503 naming the store and its error, and 200 again once it answers', async () => {
+      it('answers 503 naming the store and its error, and 200 again once it has answered for 5 s', async () => {
         f = await startStatus();
         const repair = breakStore(f);
         const reply = await f.api('GET', '/readyz', undefined, null);
@@ -51,6 +52,11 @@ describe('Status port: status, readiness and the delivery log', () => {
         expect(reply.json.status).to.equal('not ready');
         expect(reply.json.reason).to.equal('store unreachable: SQLITE_CANTOPEN: unable to open database file');
         repair();
+        // The failed call keeps the store unavailable for a while: a store that fails now and then is not ready.
+        const held = await f.api('GET', '/readyz', undefined, null);
+        expect(held.status).to.equal(503);
+        expect(held.json.reason).to.equal('store unavailable: store call countDeliveries failed: SQLITE_CANTOPEN: unable to open database file');
+        f.t.clock.advance(5_000);
         expectOk(await f.api('GET', '/readyz', undefined, null));
       });
     });
@@ -76,7 +82,7 @@ describe('Status port: status, readiness and the delivery log', () => {
         expectOk(reply);
         const status = reply.json;
         expect(status).to.include({ node: t.herald.nodeId, slotsOwned: t.herald.leases.length, inFlight: 0, fencedWrites: 0 });
-        expect(status.store).to.deep.equal({ reachable: true, latencyMs: 0, error: null });
+        expect(status.store).to.deep.equal({ reachable: true, available: true, latencyMs: 0, error: null });
         expect(status.deliveries).to.include({ delivered: 1, pending: 0 });
         const actor = status.actors.find((a: { endpointId: string }) => a.endpointId === endpoint.id);
         expect(actor).to.deep.include({ breaker: 'closed', queued: 0, running: 0, lastError: 'HTTP 503' });

@@ -7,11 +7,14 @@
  *
  * Methods other than `init` and `close` reject with a `StoreError` before
  * `init()` and with a `ClosedError` after `close()`. better-sqlite3 is
- * synchronous, so each method runs to completion on the event loop; the
- * promises only keep the port's shape. Every method that writes more than one
- * row runs in one `BEGIN IMMEDIATE` transaction: taking the write lock up
- * front lets the busy timeout wait for another process instead of failing
- * when a read transaction tries to upgrade.
+ * synchronous: a method runs to completion on the event loop when the
+ * database is free. Every method that writes more than one row runs in one
+ * `BEGIN IMMEDIATE` transaction: taking the write lock up front means a
+ * method finds the lock held before it has changed anything, never while a
+ * read transaction tries to upgrade. A method that finds the lock held by
+ * another connection blocks for at most `blockingWaitMs`, then waits for it
+ * on the clock (`LockWaiter`), so a producer holding the lock for seconds
+ * never freezes the process; it fails after `busyTimeoutMs` in all.
  *
  * The work signal for other processes is `PRAGMA data_version`, which changes
  * on this connection whenever another connection commits; polling it costs a
@@ -51,6 +54,7 @@ import type {
   SlotLease,
   Store,
 } from '../port.ts';
+import { LockWaiter, LockWaitTimeout, type LockAccess } from './lock-waiter.ts';
 import { ensureSchema, eventFromRow, TERMINAL_STATUSES_SQL, type EventRow } from './schema.ts';
 
 export interface SqliteStoreOptions {
@@ -63,15 +67,31 @@ export interface SqliteStoreOptions {
    */
   readonly pollIntervalMs?: number;
   /**
-   * How long a statement waits for another connection's write lock before failing.
+   * How long an operation waits in all for another connection's write lock before it fails
+   * with a `StoreError`.
    * @default 5000
    */
   readonly busyTimeoutMs?: number;
+  /**
+   * How long an operation may block the event loop waiting for the lock (SQLite's own busy
+   * wait) before it waits on the clock instead. Short locks (another Herald process's
+   * transaction) are waited out here; long ones (a producer's slow transaction) cannot
+   * freeze the process for longer than this.
+   * @default 20
+   */
+  readonly blockingWaitMs?: number;
+  /**
+   * How often an operation waiting on the clock tries the lock again (without blocking).
+   * @default 10
+   */
+  readonly lockRetryIntervalMs?: number;
 }
 
 const DEFAULTS = Object.freeze({
   pollIntervalMs: 50,
   busyTimeoutMs: 5_000,
+  blockingWaitMs: 20,
+  lockRetryIntervalMs: 10,
 } satisfies Required<Omit<SqliteStoreOptions, 'path' | 'clock'>>);
 
 /** Listing limits: the port's default, and a cap so one request cannot read the whole table. */
@@ -397,6 +417,10 @@ export class SqliteStore implements Store {
   readonly #clock: Clock;
   readonly #pollIntervalMs: number;
   readonly #busyTimeoutMs: number;
+  readonly #blockingWaitMs: number;
+  readonly #lock: LockWaiter;
+  /** The connection's busy timeout as last set: the blocking wait on first tries, 0 on retries. */
+  #busyWaitMs = -1;
   #state: OpenState | undefined;
   /** Fixed by the first `init()` on this data; deliveries' slots are derived from it. */
   #slotCount = 0;
@@ -420,14 +444,23 @@ export class SqliteStore implements Store {
     if (!Number.isInteger(pollIntervalMs) || pollIntervalMs < 1) {
       throw new ValidationError('pollIntervalMs', `must be a positive integer (got ${String(pollIntervalMs)})`);
     }
-    const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULTS.busyTimeoutMs;
-    if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
-      throw new ValidationError('busyTimeoutMs', `must be a non-negative integer (got ${String(busyTimeoutMs)})`);
+    const busyTimeoutMs = nonNegativeInteger(options.busyTimeoutMs ?? DEFAULTS.busyTimeoutMs, 'busyTimeoutMs');
+    const blockingWaitMs = nonNegativeInteger(options.blockingWaitMs ?? DEFAULTS.blockingWaitMs, 'blockingWaitMs');
+    const lockRetryIntervalMs = options.lockRetryIntervalMs ?? DEFAULTS.lockRetryIntervalMs;
+    if (!Number.isInteger(lockRetryIntervalMs) || lockRetryIntervalMs < 1) {
+      throw new ValidationError('lockRetryIntervalMs', `must be a positive integer (got ${String(lockRetryIntervalMs)})`);
     }
     this.#path = options.path;
     this.#clock = options.clock;
     this.#pollIntervalMs = pollIntervalMs;
     this.#busyTimeoutMs = busyTimeoutMs;
+    this.#blockingWaitMs = Math.min(blockingWaitMs, busyTimeoutMs);
+    this.#lock = new LockWaiter({
+      clock: options.clock,
+      waitLimitMs: busyTimeoutMs,
+      retryIntervalMs: lockRetryIntervalMs,
+      isBusy: (error) => sqliteCode(error)?.startsWith('SQLITE_BUSY') === true,
+    });
   }
 
   async init(options: { readonly slotCount: number }): Promise<{ readonly slotCount: number }> {
@@ -451,6 +484,7 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#lock.close();
     for (const watcher of this.#watchers) watcher.cancel();
     this.#watchers.clear();
     this.#dynamic.clear();
@@ -504,14 +538,14 @@ export class SqliteStore implements Store {
     return this.#run('getEndpoint', ({ s }) => {
       const row = s.getEndpoint.get(id);
       return row === undefined ? undefined : endpointFromRow(row);
-    });
+    }, 'read');
   }
 
   async listEndpoints(filter?: { readonly tenantId?: string }): Promise<Endpoint[]> {
     return this.#run('listEndpoints', ({ s }) => {
       const rows = filter?.tenantId === undefined ? s.listEndpoints.all() : s.listTenantEndpoints.all(filter.tenantId);
       return rows.map(endpointFromRow);
-    });
+    }, 'read');
   }
 
   async updateEndpoint(id: string, patch: EndpointPatch, now: number): Promise<Endpoint | undefined> {
@@ -543,7 +577,7 @@ export class SqliteStore implements Store {
   }
 
   async tenantExists(tenantId: string): Promise<boolean> {
-    return this.#run('tenantExists', ({ s }) => s.tenantExists.get(tenantId) !== undefined);
+    return this.#run('tenantExists', ({ s }) => s.tenantExists.get(tenantId) !== undefined, 'read');
   }
 
   // Outbox
@@ -567,7 +601,7 @@ export class SqliteStore implements Store {
   }
 
   async unfannedEvents(limit: number): Promise<OutboxEvent[]> {
-    return this.#run('unfannedEvents', ({ s }) => s.unfannedEvents.all(Math.max(0, Math.floor(limit))).map(eventFromRow));
+    return this.#run('unfannedEvents', ({ s }) => s.unfannedEvents.all(Math.max(0, Math.floor(limit))).map(eventFromRow), 'read');
   }
 
   async recordFanOuts(fanOuts: readonly FanOut[], claim?: FanOutClaim): Promise<Delivery[]> {
@@ -610,7 +644,7 @@ export class SqliteStore implements Store {
     return this.#run('getEvent', ({ s }) => {
       const row = s.getEvent.get(id);
       return row === undefined ? undefined : eventFromRow(row);
-    });
+    }, 'read');
   }
 
   // Leases
@@ -626,6 +660,7 @@ export class SqliteStore implements Store {
         for (const slot of slots) s.acquireLease.run({ slot, owner, until, now: at });
         return s.heldLeases.all({ owner, now: at, slots: JSON.stringify(slots) }).map(leaseFromRow);
       }).immediate(),
+      'urgent',
     );
   }
 
@@ -638,14 +673,18 @@ export class SqliteStore implements Store {
   // Membership
 
   async heartbeat(node: { readonly id: string; readonly startedAt: number; readonly now: number }): Promise<void> {
-    return this.#run('heartbeat', ({ s }) => {
-      s.heartbeat.run({ id: node.id, startedAt: node.startedAt, now: node.now });
-    });
+    return this.#run(
+      'heartbeat',
+      ({ s }) => {
+        s.heartbeat.run({ id: node.id, startedAt: node.startedAt, now: node.now });
+      },
+      'urgent',
+    );
   }
 
   async listNodes(seenSince: number): Promise<NodeRecord[]> {
     return this.#run('listNodes', ({ s }) =>
-      s.listNodes.all(seenSince).map((row) => ({ id: row.id, startedAt: row.started_at, seenAt: row.seen_at })),
+      s.listNodes.all(seenSince).map((row) => ({ id: row.id, startedAt: row.started_at, seenAt: row.seen_at })), 'read'
     );
   }
 
@@ -657,7 +696,7 @@ export class SqliteStore implements Store {
 
   /** Leases that have an owner, expired or not; released slots are left out. */
   async listLeases(): Promise<SlotLease[]> {
-    return this.#run('listLeases', ({ s }) => s.listLeases.all().map(leaseFromRow));
+    return this.#run('listLeases', ({ s }) => s.listLeases.all().map(leaseFromRow), 'read');
   }
 
   // Deliveries
@@ -800,7 +839,7 @@ export class SqliteStore implements Store {
     return this.#run('getDelivery', ({ s }) => {
       const row = s.getDelivery.get(id);
       return row === undefined ? undefined : deliveryFromRow(row);
-    });
+    }, 'read');
   }
 
   async listDeliveries(filter: DeliveryFilter): Promise<Delivery[]> {
@@ -826,11 +865,11 @@ export class SqliteStore implements Store {
       }
       const sql = `SELECT * FROM deliveries ${whereClause(where)} ORDER BY created_at DESC, id DESC LIMIT @limit`;
       return this.#dynamicStatement<DeliveryRow>(sql).all(params).map(deliveryFromRow);
-    });
+    }, 'read');
   }
 
   async listAttempts(deliveryId: string): Promise<Attempt[]> {
-    return this.#run('listAttempts', ({ s }) => s.listAttempts.all(deliveryId).map(attemptFromRow));
+    return this.#run('listAttempts', ({ s }) => s.listAttempts.all(deliveryId).map(attemptFromRow), 'read');
   }
 
   async countDeliveries(): Promise<Readonly<Record<DeliveryStatus, number>>> {
@@ -840,11 +879,11 @@ export class SqliteStore implements Store {
         if (status in counts) counts[status as DeliveryStatus] = n;
       }
       return counts;
-    });
+    }, 'read');
   }
 
   async nextDueAt(): Promise<number | undefined> {
-    return this.#run('nextDueAt', ({ s }) => s.nextDueAt.get());
+    return this.#run('nextDueAt', ({ s }) => s.nextDueAt.get(), 'read');
   }
 
   // Dead letters
@@ -854,7 +893,7 @@ export class SqliteStore implements Store {
     return this.#run('getDeadLetter', ({ s }) => {
       const row = s.getDeadLetter.get(id);
       return row === undefined ? undefined : this.#deadLetterFromRow(s, row);
-    });
+    }, 'read');
   }
 
   async listDeadLetters(filter: DeadLetterFilter): Promise<DeadLetter[]> {
@@ -863,7 +902,7 @@ export class SqliteStore implements Store {
       params['limit'] = clampLimit(filter.limit ?? DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT);
       const sql = `SELECT * FROM dead_letters ${whereClause(where)} ORDER BY created_at DESC, rowid DESC LIMIT @limit`;
       return this.#dynamicStatement<DeadLetterRow>(sql).all(params).map((row) => this.#deadLetterFromRow(s, row));
-    });
+    }, 'read');
   }
 
   /**
@@ -875,66 +914,70 @@ export class SqliteStore implements Store {
     selection: { readonly ids: readonly string[] } | DeadLetterFilter,
     now: number,
   ): Promise<string[]> {
-    return this.#run('replayDeadLetters', ({ db, s }) => {
-      const replayed: string[] = [];
-      const replayRows = db.transaction((rows: readonly DeadLetterRow[]) => {
+    // One transaction per chunk, each its own operation: another process gets the lock in
+    // between, and a chunk that finds the lock held waits without blocking the event loop.
+    const replayChunk = ({ db, s }: OpenState, rows: readonly DeadLetterRow[]): string[] =>
+      db.transaction(() => {
+        const ids: string[] = [];
         for (const row of rows) {
           if (s.replayDelivery.run({ id: row.delivery_id, now }).changes === 0) continue;
           s.markReplayed.run({ id: row.id, now });
-          replayed.push(row.id);
+          ids.push(row.id);
         }
+        return ids;
+      }).immediate();
+    const replayed: string[] = [];
+    if ('ids' in selection) {
+      for (let i = 0; i < selection.ids.length; i += CHUNK) {
+        const ids = JSON.stringify(selection.ids.slice(i, i + CHUNK));
+        replayed.push(...(await this.#run('replayDeadLetters', (state) => replayChunk(state, state.s.unreplayedByIds.all(ids)))));
+      }
+      return replayed;
+    }
+    // Keyset pagination: skipped rows stay unreplayed, so "the next unreplayed ones" would loop forever.
+    const { where, params } = deadLetterWhere({ ...selection, includeReplayed: false });
+    where.push('(created_at, id) > (@afterCreatedAt, @afterId)');
+    const pageSql = `SELECT * FROM dead_letters ${whereClause(where)} ORDER BY created_at, id LIMIT ${CHUNK}`;
+    let after: { createdAt: number; id: string } = { createdAt: Number.MIN_SAFE_INTEGER, id: '' };
+    for (;;) {
+      const rows = await this.#run('replayDeadLetters', (state) => {
+        const page = this.#dynamicStatement<DeadLetterRow>(pageSql).all({ ...params, afterCreatedAt: after.createdAt, afterId: after.id });
+        if (page.length > 0) replayed.push(...replayChunk(state, page));
+        return page;
       });
-      if ('ids' in selection) {
-        for (let i = 0; i < selection.ids.length; i += CHUNK) {
-          const ids = selection.ids.slice(i, i + CHUNK);
-          replayRows.immediate(s.unreplayedByIds.all(JSON.stringify(ids)));
-        }
-        return replayed;
-      }
-      // Keyset pagination: skipped rows stay unreplayed, so "the next unreplayed ones" would loop forever.
-      const { where, params } = deadLetterWhere({ ...selection, includeReplayed: false });
-      where.push('(created_at, id) > (@afterCreatedAt, @afterId)');
-      const page = this.#dynamicStatement<DeadLetterRow>(
-        `SELECT * FROM dead_letters ${whereClause(where)} ORDER BY created_at, id LIMIT ${CHUNK}`,
-      );
-      let after: { createdAt: number; id: string } = { createdAt: Number.MIN_SAFE_INTEGER, id: '' };
-      for (;;) {
-        const rows = page.all({ ...params, afterCreatedAt: after.createdAt, afterId: after.id });
-        if (rows.length > 0) replayRows.immediate(rows);
-        const last = rows.at(-1);
-        if (rows.length < CHUNK || last === undefined) return replayed;
-        after = { createdAt: last.created_at, id: last.id };
-      }
-    });
+      const last = rows.at(-1);
+      if (rows.length < CHUNK || last === undefined) return replayed;
+      after = { createdAt: last.created_at, id: last.id };
+    }
   }
 
   // Retention
 
   async purge(before: number): Promise<PurgeResult> {
-    return this.#run('purge', ({ db, s }) => {
-      const deleteAll = (statement: BetterSqlite3.Statement<unknown[], unknown>): number => {
-        let total = 0;
-        for (;;) {
-          const { changes } = statement.run({ before, limit: CHUNK });
-          total += changes;
-          if (changes < CHUNK) return total;
-        }
-      };
-      const attempts = deleteAll(s.purgeAttempts);
-      const deadLetters = deleteAll(s.purgeDeadLetters);
-      const purgeEvents = db.transaction((): number => {
-        const ids = JSON.stringify(s.purgeableEvents.all({ before, limit: CHUNK }));
-        s.purgeEventDeliveries.run(ids);
-        return s.purgeEvents.run(ids).changes;
-      });
-      let events = 0;
+    // One statement or transaction of at most CHUNK rows per operation, as in replay.
+    const deleteAll = async (operation: (s: Statements) => BetterSqlite3.Statement<unknown[], unknown>): Promise<number> => {
+      let total = 0;
       for (;;) {
-        const changes = purgeEvents.immediate();
-        events += changes;
-        if (changes < CHUNK) break;
+        const changes = await this.#run('purge', ({ s }) => operation(s).run({ before, limit: CHUNK }).changes);
+        total += changes;
+        if (changes < CHUNK) return total;
       }
-      return { attempts, deadLetters, events };
-    });
+    };
+    const attempts = await deleteAll((s) => s.purgeAttempts);
+    const deadLetters = await deleteAll((s) => s.purgeDeadLetters);
+    let events = 0;
+    for (;;) {
+      const changes = await this.#run('purge', ({ db, s }) =>
+        db.transaction((): number => {
+          const ids = JSON.stringify(s.purgeableEvents.all({ before, limit: CHUNK }));
+          s.purgeEventDeliveries.run(ids);
+          return s.purgeEvents.run(ids).changes;
+        }).immediate(),
+      );
+      events += changes;
+      if (changes < CHUNK) break;
+    }
+    return { attempts, deadLetters, events };
   }
 
   #deadLetterFromRow(s: Statements, row: DeadLetterRow): DeadLetter {
@@ -967,7 +1010,8 @@ export class SqliteStore implements Store {
   #open(): OpenState {
     try {
       if (this.#path !== ':memory:') mkdirSync(dirname(this.#path), { recursive: true });
-      const db = new Database(this.#path, { timeout: this.#busyTimeoutMs });
+      const db = new Database(this.#path, { timeout: this.#blockingWaitMs });
+      this.#busyWaitMs = this.#blockingWaitMs;
       try {
         db.pragma('journal_mode = WAL');
         // NORMAL in WAL: a power loss may drop the last commits but never corrupts; ~6× faster single-row commits.
@@ -991,15 +1035,36 @@ export class SqliteStore implements Store {
     return this.#state;
   }
 
-  /** Runs one port operation, turning driver errors into `StoreError`s that name it. */
-  async #run<T>(operation: string, fn: (state: OpenState) => T): Promise<T> {
-    const state = this.#ready();
+  /**
+   * Runs one port operation (at most one transaction: it may run again after finding the
+   * lock held), turning driver errors into `StoreError`s that name it. `access` says how it
+   * waits for the lock (`LockAccess`).
+   */
+  async #run<T>(operation: string, fn: (state: OpenState) => T, access: LockAccess = 'write'): Promise<T> {
+    this.#ready();
     try {
-      return fn(state);
+      return await this.#lock.run(
+        operation,
+        (blocking) => {
+          const state = this.#ready();
+          this.#setBusyWait(state.db, blocking ? this.#blockingWaitMs : 0);
+          return fn(state);
+        },
+        access,
+      );
     } catch (error) {
       if (error instanceof HeraldError) throw error;
+      if (error instanceof LockWaitTimeout) {
+        throw new StoreError(`sqlite: ${error.message} (busyTimeoutMs ${this.#busyTimeoutMs})`, { cause: error });
+      }
       throw new StoreError(`sqlite: ${operation} failed: ${messageOf(error)}`, { cause: error });
     }
+  }
+
+  #setBusyWait(db: BetterSqlite3.Database, ms: number): void {
+    if (this.#busyWaitMs === ms) return;
+    db.pragma(`busy_timeout = ${ms}`);
+    this.#busyWaitMs = ms;
   }
 }
 
@@ -1117,6 +1182,13 @@ function compareText(a: string, b: string): number {
 
 function sqliteCode(error: unknown): string | undefined {
   return error instanceof Database.SqliteError ? error.code : undefined;
+}
+
+function nonNegativeInteger(value: number, field: string): number {
+  if (!Number.isInteger(value) || value < 0) {
+    throw new ValidationError(field, `must be a non-negative integer (got ${String(value)})`);
+  }
+  return value;
 }
 
 function messageOf(error: unknown): string {
