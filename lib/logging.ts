@@ -129,6 +129,9 @@ export function logEngineEvents(herald: { readonly events: EventEmitter<EngineEv
     log.warn({ endpointId: e.endpointId, tenantId: e.tenantId, deliveryId: e.deliveryId, operational: e.type }, `${e.type}: ${e.detail}`),
   );
   herald.events.on('feedRestart', (e) => log.warn({ reason: e.reason }, 'change feed restarted'));
+  herald.events.on('predecessorReaped', (e) =>
+    log.warn({ nodeId: e.nodeId, pid: e.pid, slots: e.slots.length }, `released the leases of a dead process on this host: ${e.why}`),
+  );
   herald.events.on('failure', (e) => log.error({ where: e.where, err: e.error }, 'engine failure'));
 }
 

@@ -58,6 +58,12 @@ export interface EngineEvents {
    * cursor). A hook for stores with a feed (MongoDB); SQLite never emits it.
    */
   feedRestart: [{ readonly reason: string }];
+  /**
+   * At start, a dead Herald process recorded beside the same data on this host
+   * (lib/cluster/local-nodes.ts): its leases were released and its node row
+   * removed, so this node takes its slots at once (at the next epoch).
+   */
+  predecessorReaped: [{ readonly nodeId: string; readonly pid: number; readonly slots: readonly number[]; readonly why: string }];
   /** An unexpected failure inside the engine (store unreachable…); the engine keeps going. */
   failure: [{ readonly where: string; readonly error: unknown }];
 }
