@@ -7,7 +7,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -190,4 +190,25 @@ export async function waitFor(done: () => boolean | Promise<boolean>, timeoutMs:
     await sleep(everyMs);
   }
   return done();
+}
+
+/** The machine a run happened on, for the results file: runs are only comparable on the same one. */
+export interface MachineInfo {
+  readonly cpus: number;
+  readonly cpuModel: string;
+  readonly memoryGB: number;
+  readonly node: string;
+  readonly platform: string;
+  readonly loadAverage: readonly number[];
+}
+
+export function describeMachine(): MachineInfo {
+  return {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model ?? 'unknown',
+    memoryGB: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${os.platform()} ${os.release()}`,
+    loadAverage: os.loadavg().map((x) => Math.round(x * 100) / 100),
+  };
 }

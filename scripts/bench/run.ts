@@ -9,8 +9,8 @@
  */
 import { fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { describeMachine } from './harness.ts';
 
 const SCENARIOS = ['throughput', 'latency', 'isolation', 'signing', 'timers', 'endpoints', 'recovery', 'cluster'] as const;
 /** Hard bound per scenario process: past it, the scenario is killed and reported as failed. */
@@ -57,12 +57,7 @@ function runScenario(name: string): Promise<Result> {
 }
 
 const machine = {
-  cpus: os.cpus().length,
-  cpuModel: os.cpus()[0]?.model ?? 'unknown',
-  memoryGB: Math.round(os.totalmem() / 2 ** 30),
-  node: process.version,
-  platform: `${os.platform()} ${os.release()}`,
-  loadAverage: os.loadavg().map((x) => Math.round(x * 100) / 100),
+  ...describeMachine(),
   quick,
   startedAt: new Date().toISOString(),
 };

@@ -36,7 +36,7 @@ function endpointIdInSlot(slot: number, prefix = 'ep'): string {
   }
 }
 
-function makeEndpoint(id: string, tenantId: string, now: number, overrides: Partial<Endpoint> = {}): Endpoint {
+export function makeEndpoint(id: string, tenantId: string, now: number, overrides: Partial<Endpoint> = {}): Endpoint {
   return {
     id,
     tenantId,

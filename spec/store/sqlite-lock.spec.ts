@@ -5,8 +5,8 @@ import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { ManualClock } from '../../lib/clock.ts';
 import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
-import type { Endpoint } from '../../lib/model.ts';
 import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
+import { makeEndpoint } from './conformance.ts';
 
 /** Settles (or not) within one turn of the event loop: whether a promise is still waiting. */
 async function stateOf(promise: Promise<unknown>): Promise<'pending' | 'resolved' | 'rejected'> {
@@ -17,26 +17,6 @@ async function stateOf(promise: Promise<unknown>): Promise<'pending' | 'resolved
   );
   await new Promise((resolve) => setImmediate(resolve));
   return state;
-}
-
-function endpoint(id: string): Endpoint {
-  return {
-    id,
-    tenantId: 'acme',
-    url: 'https://hooks.example/in',
-    description: '',
-    eventTypes: ['*'],
-    retry: { preset: 'default' },
-    timeoutMs: 10_000,
-    mode: 'at-least-once',
-    concurrency: 4,
-    status: 'enabled',
-    disabledReason: null,
-    failingSince: null,
-    secrets: [],
-    createdAt: 0,
-    updatedAt: 0,
-  };
 }
 
 describe('SqliteStore while another connection holds the write lock', () => {
@@ -90,9 +70,9 @@ describe('SqliteStore while another connection holds the write lock', () => {
     const ran = (name: string) => () => void done.push(name);
     const writes = [
       store.releaseLeases('n0', [9]).then(ran('release')),
-      store.createEndpoint(endpoint('e1')).then(ran('endpoint e1')),
+      store.createEndpoint(makeEndpoint('e1', 'acme', 0)).then(ran('endpoint e1')),
       store.heartbeat({ id: 'n1', startedAt: 0, now: 100 }).then(ran('heartbeat 100')),
-      store.createEndpoint(endpoint('e2')).then(ran('endpoint e2')),
+      store.createEndpoint(makeEndpoint('e2', 'acme', 0)).then(ran('endpoint e2')),
       store.acquireLeases({ owner: 'n1', slots: [1, 2], now: clock.now(), leaseMs: 10_000 }).then(ran('leases')),
       store.heartbeat({ id: 'n1', startedAt: 0, now: 200 }).then(ran('heartbeat 200')),
     ];
