@@ -119,7 +119,11 @@ export type Outcome =
   | { readonly kind: 'timeout'; readonly timeoutMs: number }
   | {
       readonly kind: 'network';
-      /** The system or undici error code, e.g. `ECONNREFUSED`, `ECONNRESET`, `ENOTFOUND`. */
+      /**
+       * The system or undici error code, e.g. `ECONNREFUSED`, `ECONNRESET`, `ENOTFOUND`;
+       * or Herald's own: `PROTOCOL` (the peer answered, but not in HTTP/1.1) and
+       * `ERR_INVALID_URL` (the URL cannot be sent to).
+       */
       readonly code: string;
       readonly message: string;
     }

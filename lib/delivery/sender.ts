@@ -2,8 +2,9 @@
  * The sender: one HTTP POST per attempt, turned into an {@link Outcome}.
  *
  * It never throws for a delivery failure; every way a request can go wrong
- * (timeout, refused, reset, DNS, TLS, an address the SSRF guard refuses)
- * becomes an outcome for `classify()` to judge. Redirects are never followed
+ * (timeout, refused, reset, DNS, TLS, a peer that does not speak HTTP, an
+ * address the SSRF guard refuses) becomes an outcome for `classify()` to
+ * judge. Redirects are never followed
  * (a dispatch does not follow them), at most `responseBodyMaxBytes` of a
  * response are kept, and the rest is discarded without being buffered.
  *
@@ -19,7 +20,7 @@
  */
 import dns from 'node:dns';
 import net from 'node:net';
-import { Pool, buildConnector } from 'undici';
+import { Pool, buildConnector, errors as undiciErrors } from 'undici';
 import type { Clock } from '../clock.ts';
 import { BlockedAddressError, ClosedError, ConfigError, ErrorCode, hasCode } from '../errors.ts';
 import type { Outcome } from '../model.ts';
@@ -102,6 +103,18 @@ const ALLOWED_PROTOCOLS: ReadonlySet<string> = new Set(['http:', 'https:']);
 
 /** The code of an outcome for a URL that cannot be sent to at all. */
 const INVALID_URL_CODE = 'ERR_INVALID_URL';
+
+/**
+ * The code of a `network` outcome whose peer answered, but not in HTTP/1.1:
+ * a service that is not HTTP (SSH, SMTP, a TLS port spoken to over http:) or
+ * a malformed response (a bad status line or header). The parser's own code
+ * (`HPE_…`, often missing) and reason are in the message. Retried like other
+ * network failures: a port briefly taken by something else is not permanent.
+ */
+export const PROTOCOL_ERROR_CODE = 'PROTOCOL';
+
+/** At most this much of what a non-HTTP peer sent, from where parsing failed, is quoted (JSON-escaped) in the message. */
+const PROTOCOL_SAMPLE_CHARS = 32;
 
 function validateOptions(options: SenderOptions): Required<SenderOptions> {
   if (typeof options !== 'object' || options === null) {
@@ -219,12 +232,24 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** The outcome of a response undici's HTTP/1.1 parser could not read (`HTTPParserError`). */
+function protocolOutcome(error: undiciErrors.HTTPParserError): Outcome {
+  const parserCode = codeOf(error);
+  const data: unknown = (error as { data?: unknown }).data;
+  const sample = typeof data === 'string' && data !== '' ? `; failing at ${JSON.stringify(data.slice(0, PROTOCOL_SAMPLE_CHARS))}` : '';
+  const message = `${parserCode === undefined ? '' : `${parserCode}: `}${messageOf(error) || 'not an HTTP/1.1 response'}${sample}`;
+  return { kind: 'network', code: PROTOCOL_ERROR_CODE, message };
+}
+
 function failureOutcome(error: unknown): Outcome {
   for (const inner of errorChain(error)) {
     if (inner instanceof BlockedAddressError || hasCode(inner, ErrorCode.BLOCKED_ADDRESS)) {
       const blocked = inner as BlockedAddressError;
       return { kind: 'blocked', address: blocked.address, message: blocked.message };
     }
+  }
+  for (const inner of errorChain(error)) {
+    if (inner instanceof undiciErrors.HTTPParserError) return protocolOutcome(inner);
   }
   return { kind: 'network', code: networkCode(error), message: messageOf(error) };
 }

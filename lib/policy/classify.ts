@@ -35,7 +35,8 @@ const BREAKER_CLIENT_ERRORS: ReadonlySet<number> = new Set([408]);
 /**
  * `network` codes produced before any traffic (by the sender's own checks):
  * sending again cannot succeed, and they say nothing about the endpoint's
- * health. Every other network error (refused, reset, DNS, TLS, …) is retried.
+ * health. Every other network error (refused, reset, DNS, TLS, `PROTOCOL`: a
+ * peer that does not speak HTTP, …) is retried and counts against the breaker.
  */
 const PERMANENT_NETWORK_CODES: ReadonlySet<string> = new Set(['ERR_INVALID_URL']);
 

@@ -35,6 +35,13 @@ describe('createAddressGuard', () => {
       ['64:ff9b::a9fe:a9fe', 'NAT64 of the metadata address'],
       ['64:ff9b::7f00:1', 'NAT64 of loopback'],
       ['2002:7f00:1::1', '6to4 (not plain unicast)'],
+      ['::127.0.0.1', 'IPv4-compatible loopback (not IPv4-mapped, whatever ipaddr.js says)'],
+      ['::7f00:1', 'IPv4-compatible loopback in hex'],
+      ['::169.254.169.254', 'IPv4-compatible metadata'],
+      ['::8.8.8.8', 'IPv4-compatible public (deprecated form, refused whole)'],
+      ['::ffff:0:127.0.0.1', 'IPv4-translated loopback'],
+      ['64:ff9b:1::a9fe:a9fe', 'local-use NAT64 (refused whole)'],
+      ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'Teredo (refused whole)'],
       ['not-an-ip', 'something that is not an address'],
       ['0x7f.1', 'a non-canonical IPv4 form'],
       ['', 'the empty string'],
@@ -91,6 +98,12 @@ describe('createAddressGuard', () => {
 
     it('opens the IPv4-mapped form of an allowed IPv4 range', () => {
       expect(guard.isAllowed('::ffff:127.0.0.1')).to.equal(true);
+    });
+
+    it('does not open the IPv4-compatible, translated or NAT64 forms of an allowed IPv4 range', () => {
+      for (const ip of ['::127.0.0.1', '::7f00:1', '::ffff:0:127.0.0.1', '64:ff9b::127.0.0.1', '64:ff9b:1::127.0.0.1']) {
+        expect(guard.isAllowed(ip), ip).to.equal(false);
+      }
     });
 
     it('keeps public addresses allowed', () => {

@@ -6,6 +6,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { ManualClock } from '../../lib/clock.ts';
 import { ClosedError, ConfigError } from '../../lib/errors.ts';
 import type { Outcome } from '../../lib/model.ts';
+import { createAddressGuard } from '../../lib/delivery/address-guard.ts';
 import { createSender, USER_AGENT } from '../../lib/delivery/sender.ts';
 import type { Sender, SenderOptions } from '../../lib/delivery/sender.ts';
 
@@ -319,6 +320,8 @@ describe('createSender', () => {
     it('refuses metadata and private IP literals before opening any socket', async () => {
       const sender = open({ allowNetworks: [] });
       for (const address of ['169.254.169.254', '10.0.0.1']) {
+        // Never send off this machine: were the guard to let the address pass, stop before the request.
+        expect(createAddressGuard([]).isAllowed(address), address).to.equal(false);
         const { outcome } = await post(sender, `http://${address}/latest/meta-data/`);
         expect(outcome).to.include({ kind: 'blocked', address });
         if (outcome.kind === 'blocked') expect(outcome.message).to.contain('allowNetworks');

@@ -248,7 +248,7 @@ describe('StatusServer (admin API over HTTP)', () => {
         const { id } = await createEndpoint({ url: 'https://example.com' });
         expectError(await api('PATCH', `/v1/endpoints/${id}`, { url: 'ftp://x' }), 400, 'HERALD_INVALID_INPUT', 'url');
         expectError(await api('PATCH', `/v1/endpoints/${id}`, { tenantId: 'other' }), 400, 'HERALD_INVALID_INPUT', 'tenantId');
-        expect((await api('GET', `/v1/endpoints/${id}`)).json.url).to.equal('https://example.com');
+        expect((await api('GET', `/v1/endpoints/${id}`)).json.url).to.equal('https://example.com/');
       });
 
       it('refuses a body that is not JSON, naming body', async () => {
