@@ -39,6 +39,16 @@ export const systemClock: Clock = Object.freeze({
 
 export const systemRandom: Random = () => Math.random();
 
+/**
+ * Keeps the process running until the returned function is called. The clock's timers
+ * never do (a library must not hold its host open), so a service starting up, whose store
+ * may be waiting for a lock on such a timer, holds the process with this until it serves.
+ */
+export function holdProcessOpen(): () => void {
+  const timer = setInterval(() => undefined, 60_000);
+  return () => clearInterval(timer);
+}
+
 /** A deterministic generator (mulberry32) for tests and simulations. */
 export function seededRandom(seed: number): Random {
   let state = seed >>> 0;

@@ -7,7 +7,7 @@
  * Herald (see lib/herald.ts) → operator webhook, and exit 0.
  */
 import { parseArgs } from 'node:util';
-import { systemClock } from '../clock.ts';
+import { holdProcessOpen, systemClock } from '../clock.ts';
 import { configFromEnv, readConfigFile, resolveConfig, type ConfigOverrides, type LogLevel } from '../config/config.ts';
 import { ConfigError } from '../errors.ts';
 import { Herald } from '../herald.ts';
@@ -65,7 +65,15 @@ export async function runStart(args: readonly string[], io: CliIo): Promise<numb
     process.once('SIGINT', () => resolve('SIGINT'));
     process.once('SIGTERM', () => resolve('SIGTERM'));
   });
-  const herald = await Herald.open(config);
+  // Until the status port listens, nothing else keeps the process running while the store waits
+  // (a producer holding SQLite's write lock at start-up).
+  const release = holdProcessOpen();
+  let herald: Herald;
+  try {
+    herald = await Herald.open(config);
+  } finally {
+    release();
+  }
   logEngineEvents(herald, logger);
   const metrics = new HeraldMetrics(herald);
   const { operator } = config;

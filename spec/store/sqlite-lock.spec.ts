@@ -106,6 +106,19 @@ describe('SqliteStore while another connection holds the write lock', () => {
     expect(await store.listNodes(0)).to.deep.equal([]);
   });
 
+  it('opens meanwhile: a process starting while a producer holds the lock waits for it on the clock', async () => {
+    const starting = new SqliteStore({ path: join(dir, 'herald.db'), clock, blockingWaitMs: 5, lockRetryIntervalMs: 10 });
+    try {
+      const init = starting.init({ slotCount: 16 });
+      expect(await stateOf(init)).to.equal('pending');
+      holder.exec('COMMIT');
+      clock.advance(10);
+      expect(await init).to.deep.equal({ slotCount: 16 });
+    } finally {
+      await starting.close();
+    }
+  });
+
   it('fails the writes still waiting when the store closes', async () => {
     const heartbeat = store.heartbeat({ id: 'n1', startedAt: 0, now: 0 }).then(
       () => undefined,

@@ -422,6 +422,8 @@ export class SqliteStore implements Store {
   /** The connection's busy timeout as last set: the blocking wait on first tries, 0 on retries. */
   #busyWaitMs = -1;
   #state: OpenState | undefined;
+  /** The first `init()` opens the file; a second one running meanwhile waits for the same opening. */
+  #opening: Promise<OpenState> | undefined;
   /** Fixed by the first `init()` on this data; deliveries' slots are derived from it. */
   #slotCount = 0;
   #closed = false;
@@ -469,7 +471,8 @@ export class SqliteStore implements Store {
       throw new ValidationError('slotCount', `must be an integer from 1 to ${MAX_SLOT_COUNT} (got ${String(wanted)})`);
     }
     if (this.#closed) throw new ClosedError('SqliteStore');
-    if (this.#state === undefined) this.#state = this.#open();
+    this.#opening ??= this.#open();
+    this.#state ??= await this.#opening;
     return this.#run('init', ({ db, s }) =>
       db.transaction(() => {
         // The first start fixes the slot count for the data: endpoints hash into it forever after.
@@ -1007,24 +1010,31 @@ export class SqliteStore implements Store {
     return statement as BetterSqlite3.Statement<unknown[], Row>;
   }
 
-  #open(): OpenState {
+  async #open(): Promise<OpenState> {
+    let db: BetterSqlite3.Database | undefined;
     try {
       if (this.#path !== ':memory:') mkdirSync(dirname(this.#path), { recursive: true });
-      const db = new Database(this.#path, { timeout: this.#blockingWaitMs });
+      const opened = new Database(this.#path, { timeout: this.#blockingWaitMs });
+      db = opened;
       this.#busyWaitMs = this.#blockingWaitMs;
-      try {
-        db.pragma('journal_mode = WAL');
-        // NORMAL in WAL: a power loss may drop the last commits but never corrupts; ~6× faster single-row commits.
-        db.pragma('synchronous = NORMAL');
-        db.pragma('cache_size = -16384');
-        db.pragma('temp_store = MEMORY');
-        ensureSchema(db);
-        return { db, s: prepareStatements(db) };
-      } catch (error) {
-        db.close();
-        throw error;
-      }
+      // WAL and the schema need the write lock on a first start: a producer holding it is waited for like
+      // any other lock (safe to run again: every step is idempotent, the schema one transaction).
+      return await this.#lock.run(
+        'open',
+        (blocking) => {
+          this.#setBusyWait(opened, blocking ? this.#blockingWaitMs : 0);
+          opened.pragma('journal_mode = WAL');
+          // NORMAL in WAL: a power loss may drop the last commits but never corrupts; ~6× faster single-row commits.
+          opened.pragma('synchronous = NORMAL');
+          opened.pragma('cache_size = -16384');
+          opened.pragma('temp_store = MEMORY');
+          ensureSchema(opened);
+          return { db: opened, s: prepareStatements(opened) };
+        },
+        'write',
+      );
     } catch (error) {
+      db?.close();
       throw new StoreError(`sqlite: cannot open ${this.#path}: ${messageOf(error)}`, { cause: error });
     }
   }
