@@ -66,8 +66,53 @@ export function isoTime(epochMs: number): string {
   return new Date(epochMs).toISOString();
 }
 
-/** Parses an ISO-8601 or HTTP date; `undefined` when it is not a date. */
+/**
+ * `2026-01-31`, or `2026-01-31T10:00Z`, `2026-01-31T10:00:00.250+02:00`: a
+ * date, or a date and time with optional seconds and fraction and a required
+ * `Z` or `±hh:mm` offset (a time without one would depend on the server's zone).
+ */
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:Z|([+-])(\d{2}):(\d{2})))?$/;
+
+/** What {@link parseDate} accepts, in words, for error messages. */
+export const ISO_TIME_RULE =
+  'must be an ISO-8601 date (2026-01-31, midnight UTC) or date-time with Z or an offset ' +
+  '(2026-01-31T09:30:00Z, 2026-01-31T09:30:00.5+02:00) that exists in the calendar';
+
+/**
+ * Parses an ISO-8601 date or date-time strictly ({@link ISO_TIME_RULE}): every
+ * calendar field must exist (`2026-02-29`, month 13, `24:00` and leap seconds
+ * are refused, where `Date.parse` would roll `2026-02-30` over to 2 March). A
+ * date alone is midnight UTC. `undefined` when the text is not such a time.
+ */
 export function parseDate(text: string): number | undefined {
+  const m = ISO_TIME.exec(text);
+  if (m === null) return undefined;
+  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6]].map((part) => Number(part ?? 0)) as [
+    number, number, number, number, number, number,
+  ];
+  const fractionMs = Math.floor(Number(`0.${m[7] ?? '0'}`) * 1_000);
+  const offsetMinutes = m[8] === undefined ? 0 : (m[8] === '-' ? -1 : 1) * (Number(m[9]) * 60 + Number(m[10]));
+  const exists =
+    month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month) &&
+    hour <= 23 && minute <= 59 && second <= 59 && Number(m[9] ?? 0) <= 23 && Number(m[10] ?? 0) <= 59;
+  if (!exists) return undefined;
+  const date = new Date(0);
+  // setUTCFullYear, unlike Date.UTC, does not read years 0–99 as 1900–1999.
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, fractionMs);
+  return date.getTime() - offsetMinutes * 60_000;
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+/**
+ * Parses an HTTP date (RFC 9110 §5.6.7) whose shape the caller has checked;
+ * `undefined` when `Date.parse` cannot read it.
+ */
+export function parseHttpDate(text: string): number | undefined {
   const ms = Date.parse(text);
   return Number.isNaN(ms) ? undefined : ms;
 }

@@ -7,7 +7,7 @@
 export const ErrorCode = {
   /** A field of an input broke a rule; `field` and `rule` say which. */
   INVALID_INPUT: 'HERALD_INVALID_INPUT',
-  /** A payload is larger than `delivery.maxPayloadBytes`. */
+  /** A payload is larger than `delivery.maxPayloadBytes`, or a request body than `api.maxRequestBytes`. */
   PAYLOAD_TOO_LARGE: 'HERALD_PAYLOAD_TOO_LARGE',
   /** An endpoint, tenant, delivery or dead letter does not exist. */
   NOT_FOUND: 'HERALD_NOT_FOUND',
@@ -54,8 +54,11 @@ export class ValidationError extends HeraldError {
 }
 
 export class PayloadTooLargeError extends ValidationError {
-  constructor(field: string, sizeBytes: number, maxBytes: number) {
-    super(field, `must be at most ${maxBytes} bytes (got ${sizeBytes})`, { code: ErrorCode.PAYLOAD_TOO_LARGE });
+  /** @param hint what to do about it, appended to the rule */
+  constructor(field: string, sizeBytes: number, maxBytes: number, hint?: string) {
+    super(field, `must be at most ${maxBytes} bytes (got ${sizeBytes})${hint === undefined ? '' : `; ${hint}`}`, {
+      code: ErrorCode.PAYLOAD_TOO_LARGE,
+    });
   }
 }
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { ManualClock, seededRandom } from '../lib/clock.ts';
+import { ManualClock, parseDate, seededRandom } from '../lib/clock.ts';
 
 describe('ManualClock', () => {
   context('when advanced past one-shot timers', () => {
@@ -52,5 +52,57 @@ describe('seededRandom', () => {
     const draws = Array.from({ length: 1_000 }, () => a());
     expect(draws).to.deep.equal(Array.from({ length: 1_000 }, () => b()));
     expect(draws.every((x) => x >= 0 && x < 1)).to.equal(true);
+  });
+});
+
+describe('parseDate', () => {
+  context('when the text is an ISO-8601 date', () => {
+    it('reads it as midnight UTC', () => {
+      expect(parseDate('2026-01-31')).to.equal(Date.UTC(2026, 0, 31));
+      expect(parseDate('2024-02-29')).to.equal(Date.UTC(2024, 1, 29));
+      expect(parseDate('2000-02-29')).to.equal(Date.UTC(2000, 1, 29));
+      expect(parseDate('1970-01-01')).to.equal(0);
+    });
+  });
+
+  context('when the text is an ISO-8601 date-time with Z or an offset', () => {
+    it('reads it, with optional seconds and fraction', () => {
+      expect(parseDate('2026-01-31T09:30Z')).to.equal(Date.UTC(2026, 0, 31, 9, 30));
+      expect(parseDate('2026-01-31T09:30:15Z')).to.equal(Date.UTC(2026, 0, 31, 9, 30, 15));
+      expect(parseDate('2026-01-31T09:30:15.250Z')).to.equal(Date.UTC(2026, 0, 31, 9, 30, 15, 250));
+      expect(parseDate('2026-01-31T09:30:15.5Z')).to.equal(Date.UTC(2026, 0, 31, 9, 30, 15, 500));
+      expect(parseDate('2026-01-31T09:30:15.123456789Z')).to.equal(Date.UTC(2026, 0, 31, 9, 30, 15, 123));
+      expect(parseDate('2026-01-31T09:30:00+02:00')).to.equal(Date.UTC(2026, 0, 31, 7, 30));
+      expect(parseDate('2026-01-31T00:30:00-05:30')).to.equal(Date.UTC(2026, 0, 31, 6, 0));
+      expect(parseDate('2024-02-29T23:59:59Z')).to.equal(Date.UTC(2024, 1, 29, 23, 59, 59));
+    });
+
+    it('reads years before 100 as written', () => {
+      expect(new Date(parseDate('0099-12-31T00:00:00Z') ?? Number.NaN).toISOString()).to.equal('0099-12-31T00:00:00.000Z');
+      expect(new Date(parseDate('0000-01-01') ?? Number.NaN).toISOString()).to.equal('0000-01-01T00:00:00.000Z');
+    });
+  });
+
+  context('when a calendar field does not exist', () => {
+    for (const text of [
+      '2026-02-29', '2026-02-30', '2100-02-29', '2026-04-31', '2026-13-01', '2026-00-10', '2026-01-00', '2026-01-32',
+      '2026-01-31T24:00:00Z', '2026-01-31T23:60:00Z', '2026-01-31T23:59:60Z', '2026-01-31T10:00:00+24:00', '2026-01-31T10:00:00+01:60',
+    ]) {
+      it(`refuses ${text} (Date.parse would roll it over or accept it)`, () => {
+        expect(parseDate(text)).to.equal(undefined);
+      });
+    }
+  });
+
+  context('when the text is not a strict ISO-8601 date or date-time', () => {
+    for (const text of [
+      '', 'yesterday', '2026', '2026-1-31', '2026-01-31T09:30:00', '2026-01-31 09:30:00Z', '2026-01-31t09:30:00z',
+      '2026-01-31T9:30Z', '2026-01-31T09:30:00.Z', '2026-01-31T09:30:00+0200', 'Sat, 31 Jan 2026 00:00:00 GMT', '31/01/2026',
+      ' 2026-01-31', '2026-01-31\n', '+002026-01-31',
+    ]) {
+      it(`refuses ${JSON.stringify(text)}`, () => {
+        expect(parseDate(text)).to.equal(undefined);
+      });
+    }
   });
 });

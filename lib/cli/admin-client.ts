@@ -21,14 +21,19 @@ export class AdminClient {
   }
 
   post<T = any>(path: string, body?: unknown): Promise<T> {
-    return this.#call('POST', path, body);
+    return this.#call('POST', path, body === undefined ? undefined : JSON.stringify(body));
+  }
+
+  /** Posts JSON text as it is (so numbers such as 12345678901234567890 are not re-serialised). */
+  postJsonText<T = any>(path: string, json: string): Promise<T> {
+    return this.#call('POST', path, json);
   }
 
   async close(): Promise<void> {
     await this.#agent.close();
   }
 
-  async #call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  async #call<T>(method: 'GET' | 'POST', path: string, body?: string): Promise<T> {
     const url = `${this.#connection.url}${path}`;
     const headers: Record<string, string> = { authorization: `Bearer ${this.#connection.token}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -40,7 +45,7 @@ export class AdminClient {
         dispatcher: this.#agent,
         headersTimeout: 30_000,
         bodyTimeout: 120_000,
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        ...(body === undefined ? {} : { body }),
       });
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;

@@ -91,7 +91,8 @@ const UNIT_MS: Readonly<Record<string, number>> = { s: 1_000, m: 60_000, h: 3_60
 
 /**
  * A point in time from `--since`/`--until`: a duration back from now (`90s`,
- * `30m`, `12h`, `7d`, `2w`), an ISO-8601 date, or epoch milliseconds.
+ * `30m`, `12h`, `7d`, `2w`), an ISO-8601 date or date-time with an offset
+ * (strict: see `parseDate`), or epoch milliseconds.
  */
 export function parseTime(flag: string, text: string, now = systemClock.now()): number {
   const relative = /^(\d+)([smhdw])$/.exec(text);
@@ -99,7 +100,10 @@ export function parseTime(flag: string, text: string, now = systemClock.now()): 
   if (/^\d{10,}$/.test(text)) return Number(text);
   const date = /^\d{4}-\d{2}-\d{2}/.test(text) ? parseDate(text) : undefined;
   if (date === undefined) {
-    throw new UsageError(`--${flag}: must be a duration back from now (30m, 12h, 7d) or an ISO-8601 time (got ${JSON.stringify(text)})`);
+    throw new UsageError(
+      `--${flag}: must be a duration back from now (30m, 12h, 7d), epoch milliseconds, or an ISO-8601 date (2026-01-31) ` +
+        `or date-time with Z or an offset (2026-01-31T09:30:00Z) that exists in the calendar (got ${JSON.stringify(text)})`,
+    );
   }
   return date;
 }

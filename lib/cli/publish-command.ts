@@ -3,6 +3,8 @@
  * for producers outside the database and for trying an endpoint out.
  */
 import { readFileSync } from 'node:fs';
+import { ValidationError } from '../errors.ts';
+import { JsonText } from '../producer/json-text.ts';
 import { AdminClient } from './admin-client.ts';
 import { connectionOf, parseCommand, UsageError, writeJson, type CliIo } from './cli-io.ts';
 import { PUBLISH_USAGE } from './usage.ts';
@@ -22,21 +24,24 @@ export async function runPublish(args: readonly string[], io: CliIo): Promise<nu
     throw new UsageError('publish: --tenant, --type and --payload are required');
   }
   const text = values.payload === '-' ? await io.readStdin() : values.payload.startsWith('@') ? readPayloadFile(values.payload.slice(1)) : values.payload;
-  let payload: unknown;
+  let payload: JsonText;
   try {
-    payload = JSON.parse(text);
-  } catch {
-    throw new UsageError('--payload: must be JSON (quote it for the shell: --payload \'{"n":1}\')');
+    payload = JsonText.parse(text, '--payload');
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    throw new UsageError(`${error.message} (quote it for the shell: --payload '{"n":1}')`);
   }
+  const envelope = JSON.stringify({
+    tenantId: values.tenant,
+    type: values.type,
+    ...(values.endpoint === undefined ? {} : { endpointId: values.endpoint }),
+    ...(values.id === undefined ? {} : { id: values.id }),
+  });
+  // The payload's text goes into the body as it is, so it is delivered byte for byte as given.
+  const body = `${envelope.slice(0, -1)},"payload":${payload.text}}`;
   const client = new AdminClient(connectionOf(values, io.env));
   try {
-    const event = await client.post<{ id: string; type: string; tenantId: string }>('/v1/events', {
-      tenantId: values.tenant,
-      type: values.type,
-      payload,
-      ...(values.endpoint === undefined ? {} : { endpointId: values.endpoint }),
-      ...(values.id === undefined ? {} : { id: values.id }),
-    });
+    const event = await client.postJsonText<{ id: string; type: string; tenantId: string }>('/v1/events', body);
     if (values.json === true) writeJson(io, event);
     else io.stdout.write(`Published ${event.type} as ${event.id} (tenant ${event.tenantId}).\n`);
     return 0;

@@ -31,6 +31,15 @@ export interface HeraldConfig {
   readonly allowNetworks: readonly string[];
   readonly logLevel: LogLevel;
   readonly logFormat: LogFormat;
+  /** The admin API on the status port. */
+  readonly api: {
+    /**
+     * Bytes a request body may have (a list of up to 1 000 events included);
+     * a larger one is refused with 413. Each payload in it still has its own
+     * `delivery.maxPayloadBytes`. @default 16777216 (16 MiB)
+     */
+    readonly maxRequestBytes: number;
+  };
   readonly delivery: {
     /** Default per-endpoint request timeout (1–30 s). */
     readonly timeoutMs: number;
@@ -103,9 +112,13 @@ const DAY = 24 * 60 * 60 * SECOND;
 
 type Rule = { readonly min: number; readonly max: number };
 
+/** Room a request body needs beyond its largest payload: the event's other fields. */
+const REQUEST_ENVELOPE_BYTES = 64 * 1024;
+
 /** Integer ranges for every numeric key. */
 const NUMBER_RULES: Readonly<Record<string, Rule>> = {
   port: { min: 0, max: 65_535 },
+  'api.maxRequestBytes': { min: 1_024, max: 256 * 1024 * 1024 },
   'delivery.timeoutMs': { min: SECOND, max: 30 * SECOND },
   'delivery.maxPayloadBytes': { min: 1, max: 16 * 1024 * 1024 },
   'delivery.responseBodyMaxBytes': { min: 0, max: 1024 * 1024 },
@@ -221,6 +234,15 @@ export function validateConfig(raw: unknown): HeraldConfig {
     if (typeof value !== 'number' || !Number.isInteger(value) || value < rule.min || value > rule.max) {
       throw new ConfigError(key, value, `must be an integer from ${rule.min} to ${rule.max}`);
     }
+  }
+  const maxRequestBytes = readPath(raw, 'api.maxRequestBytes') as number;
+  const maxPayloadBytes = readPath(raw, 'delivery.maxPayloadBytes') as number;
+  if (maxRequestBytes < maxPayloadBytes + REQUEST_ENVELOPE_BYTES) {
+    throw new ConfigError(
+      'api.maxRequestBytes',
+      maxRequestBytes,
+      `must be at least delivery.maxPayloadBytes + ${REQUEST_ENVELOPE_BYTES} (${maxPayloadBytes + REQUEST_ENVELOPE_BYTES}), so that an event with the largest payload can be published`,
+    );
   }
   const engine = raw.engine as Record<string, number>;
   if ((engine.renewIntervalMs ?? 0) * 2 > (engine.leaseMs ?? 0)) {

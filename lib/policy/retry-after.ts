@@ -2,7 +2,7 @@
  * The `Retry-After` response header (RFC 9110 §10.2.3): either delta-seconds
  * or an HTTP date. Herald treats it as a floor for the next attempt.
  */
-import { parseDate } from '../clock.ts';
+import { parseHttpDate } from '../clock.ts';
 
 const HOUR = 60 * 60 * 1_000;
 
@@ -27,9 +27,9 @@ const HTTP_DATE_FORMS = {
   asctime: new RegExp(`^${DAY_NAME} ${MONTH} [ \\d]\\d ${TIME} \\d{4}$`),
 } as const;
 
-function parseHttpDate(text: string): number | undefined {
-  if (HTTP_DATE_FORMS.imfFixdate.test(text) || HTTP_DATE_FORMS.rfc850.test(text)) return parseDate(text);
-  if (HTTP_DATE_FORMS.asctime.test(text)) return parseDate(`${text} GMT`);
+function httpDateMs(text: string): number | undefined {
+  if (HTTP_DATE_FORMS.imfFixdate.test(text) || HTTP_DATE_FORMS.rfc850.test(text)) return parseHttpDate(text);
+  if (HTTP_DATE_FORMS.asctime.test(text)) return parseHttpDate(`${text} GMT`);
   return undefined;
 }
 
@@ -42,7 +42,7 @@ export function parseRetryAfter(header: string | null, now: number): number | un
   if (header === null) return undefined;
   const text = header.trim();
   if (/^\d+$/.test(text)) return Math.min(Number(text) * 1_000, MAX_RETRY_AFTER_MS);
-  const at = parseHttpDate(text);
+  const at = httpDateMs(text);
   if (at === undefined) return undefined;
   return Math.min(Math.max(0, at - now), MAX_RETRY_AFTER_MS);
 }

@@ -4,16 +4,17 @@
  *
  * `/healthz`, `/readyz`, `/metrics` and the dashboard page are open (the page
  * asks for the token and calls the API with it); everything under `/v1/` needs
- * `Authorization: Bearer <admin token>`. Errors are JSON
- * `{ "error": { "code", "message", "field"?, "rule"? } }` with a 4xx for bad
- * input, naming the field and the rule it broke.
+ * `Authorization: Bearer <admin token>` (the scheme in any case, RFC 9110
+ * §11.1). A request body is UTF-8 JSON of at most `api.maxRequestBytes`.
+ * Errors are JSON `{ "error": { "code", "message", "field"?, "rule"? } }`
+ * with a 4xx for bad input, naming the field and the rule it broke.
  *
  *   stopped ──listen()──► listening ──close()──► stopped
  */
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseDate, systemClock, type Clock } from '../clock.ts';
+import { ISO_TIME_RULE, parseDate, systemClock, type Clock } from '../clock.ts';
 import {
   ErrorCode,
   NotFoundError,
@@ -24,6 +25,7 @@ import {
 } from '../errors.ts';
 import type { Herald } from '../herald.ts';
 import { DeliveryStatus } from '../model.ts';
+import { parseEventsBody } from '../producer/json-text.ts';
 import type { DeadLetterFilter, DeliveryFilter } from '../store/port.ts';
 import { dashboardHtml } from './dashboard.ts';
 import { decodeCursor, encodeCursor } from './delivery-cursor.ts';
@@ -44,7 +46,14 @@ export interface StatusServerOptions {
 const MAX_REPLAY_IDS = 1_000;
 
 type Params = Readonly<Record<string, string>>;
-type Handler = (request: { params: Params; query: URLSearchParams; body: () => Promise<unknown> }) => Promise<Reply>;
+type Handler = (request: {
+  params: Params;
+  query: URLSearchParams;
+  /** The body, parsed as JSON. */
+  body: () => Promise<unknown>;
+  /** The body as text, exactly as sent (UTF-8 decoded). */
+  text: () => Promise<string>;
+}) => Promise<Reply>;
 interface Reply {
   readonly status: number;
   readonly json?: unknown;
@@ -55,8 +64,8 @@ interface Reply {
 /** Deliveries per page of the delivery log when `limit` is not given. */
 const DEFAULT_PAGE = 100;
 
-/** Bytes an admin request body may have beyond the largest payload (the envelope around it). */
-const ENVELOPE_BYTES = 64 * 1024;
+/** An `Authorization` header with the Bearer scheme (any case) and its token (RFC 9110 §11.1, RFC 6750 §2.1). */
+const BEARER = /^bearer +(.+)$/i;
 
 const STATUS_OF_CODE: Readonly<Record<string, number>> = {
   [ErrorCode.INVALID_INPUT]: 400,
@@ -179,8 +188,9 @@ export class StatusServer {
       return { status: 200, json: { ...rotated.endpoint, secret: rotated.secret } };
     });
 
-    this.#route('POST', '/v1/events', async ({ body }) => {
-      const input = await body();
+    this.#route('POST', '/v1/events', async ({ text }) => {
+      // Each payload is kept as the text the producer sent, so it is stored, signed and delivered byte for byte.
+      const input = parseEventsBody(await text());
       const events = await h.publish(input);
       const view = events.map((e) => ({ ...e, payload: JSON.parse(e.payload) as unknown }));
       return { status: 202, json: Array.isArray(input) ? { data: view } : view[0] };
@@ -277,7 +287,7 @@ export class StatusServer {
       route.keys.forEach((key, i) => {
         params[key] = decodePathParam(key, match[i + 1] ?? '');
       });
-      return route.handler({ params, query: url.searchParams, body: () => this.#readJson(req) });
+      return route.handler({ params, query: url.searchParams, body: () => this.#readJson(req), text: () => this.#readText(req) });
     }
     return pathMatched
       ? { status: 405, json: { error: { code: 'HERALD_METHOD_NOT_ALLOWED', message: `${method} is not allowed on ${url.pathname}` } } }
@@ -285,25 +295,40 @@ export class StatusServer {
   }
 
   #authorize(req: IncomingMessage): void {
-    const header = req.headers.authorization ?? '';
-    const given = Buffer.from(header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '');
+    const given = Buffer.from(BEARER.exec(req.headers.authorization ?? '')?.[1] ?? '');
     if (given.length !== this.#token.length || !timingSafeEqual(given, this.#token)) throw new UnauthorizedError();
   }
 
-  async #readJson(req: IncomingMessage): Promise<unknown> {
-    const max = this.#herald.config.delivery.maxPayloadBytes + ENVELOPE_BYTES;
+  /**
+   * The request body as text: at most `api.maxRequestBytes`, valid UTF-8 (so
+   * the text holds exactly the bytes sent), not empty.
+   */
+  async #readText(req: IncomingMessage): Promise<string> {
+    const max = this.#herald.config.api.maxRequestBytes;
+    const tooLarge = (size: number): PayloadTooLargeError =>
+      new PayloadTooLargeError('body', size, max, 'the request body limit is api.maxRequestBytes; split a list of events into several requests');
     // Refuse a declared oversize body at once, with its real size (a streamed one is cut off at the limit).
     const declared = Number(req.headers['content-length']);
-    if (Number.isInteger(declared) && declared > max) throw new PayloadTooLargeError('body', declared, max);
+    if (Number.isInteger(declared) && declared > max) throw tooLarge(declared);
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of req as AsyncIterable<Buffer>) {
       size += chunk.length;
-      if (size > max) throw new PayloadTooLargeError('body', size, max);
+      if (size > max) throw tooLarge(size);
       chunks.push(chunk);
     }
-    const text = Buffer.concat(chunks).toString('utf8');
+    let text: string;
+    try {
+      text = UTF8.decode(Buffer.concat(chunks));
+    } catch {
+      throw new ValidationError('body', 'must be UTF-8 encoded JSON (RFC 8259)');
+    }
     if (text.trim() === '') throw new ValidationError('body', 'must be a JSON document (it is empty)');
+    return text;
+  }
+
+  async #readJson(req: IncomingMessage): Promise<unknown> {
+    const text = await this.#readText(req);
     try {
       return JSON.parse(text) as unknown;
     } catch {
@@ -311,6 +336,9 @@ export class StatusServer {
     }
   }
 }
+
+/** Refuses malformed UTF-8 instead of replacing it with U+FFFD; a byte order mark is kept (and is then not JSON, as before). */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function errorReply(error: unknown): Reply {
   if (isHeraldError(error)) {
@@ -400,16 +428,14 @@ function optionalString(query: URLSearchParams, key: string): Record<string, str
   return value === null || value === '' ? {} : { [key]: value };
 }
 
-/** `since`/`until` as ISO-8601 times or epoch milliseconds. */
+/** `since`/`until` as strict ISO-8601 dates or date-times (see `parseDate`) or epoch milliseconds. */
 function timeRange(query: URLSearchParams): { since?: number; until?: number } {
   const out: { since?: number; until?: number } = {};
   for (const key of ['since', 'until'] as const) {
     const text = query.get(key);
     if (text === null || text === '') continue;
     const value = /^\d+$/.test(text) ? Number(text) : parseDate(text);
-    if (value === undefined || !/^\d|^\d{4}-/.test(text)) {
-      throw new ValidationError(key, `must be an ISO-8601 time such as 2026-01-31T00:00:00Z or epoch milliseconds (got ${JSON.stringify(text)})`);
-    }
+    if (value === undefined) throw new ValidationError(key, `${ISO_TIME_RULE}, or be epoch milliseconds (got ${JSON.stringify(text)})`);
     out[key] = value;
   }
   return out;

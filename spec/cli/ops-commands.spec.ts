@@ -130,6 +130,18 @@ describe('herald ops commands (CLI against a running status port)', () => {
       expect(ok(attempts).json).to.have.length(1);
       expect(attempts.json[0].outcome).to.include({ status: 200 });
     });
+
+    it('publishes the payload byte for byte as given, big integers and escapes included', async () => {
+      await t.herald.createEndpoint({ tenantId: 'globex', url: `${sink.url}/p` });
+      const payload = '{ "id": 12345678901234567890, "f": 1.0, "e": "\\u00e9" }';
+      const published = ok(await herald(['publish', '--tenant', 'globex', '--type', 'order.paid', '--payload', ` ${payload}\n`, '--json']));
+      expect((await t.herald.store.getEvent(published.json.id as string))?.payload).to.equal(payload);
+      const [received] = await sink.requests(1);
+      expect(received?.body).to.equal(payload);
+      const bad = await herald(['publish', '--tenant', 'globex', '--type', 'order.paid', '--payload', '{"n":01}']);
+      expect(bad.code).to.not.equal(0);
+      expect(bad.stderr).to.include('--payload: must be valid JSON');
+    });
   });
 
   describe('dlq', () => {

@@ -55,6 +55,10 @@ describe('Configuration', () => {
         expect(config.allowNetworks).to.deep.equal([]);
       });
 
+      it('holds a request body limit of 16 MiB, room for 1 000 events of 16 KiB', () => {
+        expect(defaultConfig().api.maxRequestBytes).to.equal(16 * 1024 * 1024);
+      });
+
       it('is frozen, nested objects too', () => {
         const config = resolveConfig();
         expect(Object.isFrozen(config)).to.equal(true);
@@ -177,6 +181,14 @@ describe('Configuration', () => {
       },
       { name: "delivery.retry 'sometimes'", layer: { delivery: { retry: 'sometimes' as never } }, key: 'delivery.retry', value: '"sometimes"', rule: /aggressive/ },
       { name: 'a section that is not an object', layer: { engine: 5 as never }, key: 'engine', value: '5', rule: /object/ },
+      { name: 'api.maxRequestBytes 100', layer: { api: { maxRequestBytes: 100 } }, key: 'api.maxRequestBytes', value: '100', rule: /1024 to 268435456/ },
+      {
+        name: 'api.maxRequestBytes too small for one event with the largest payload',
+        layer: { api: { maxRequestBytes: 300_000 }, delivery: { maxPayloadBytes: 262_144 } },
+        key: 'api.maxRequestBytes',
+        value: '300000',
+        rule: /at least delivery.maxPayloadBytes \+ 65536 \(327680\)/,
+      },
     ];
 
     for (const v of violations) {

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { ErrorCode, ValidationError } from '../../lib/errors.ts';
-import { validateEventInput } from '../../lib/producer/validate-event.ts';
+import { JsonText } from '../../lib/producer/json-text.ts';
+import { MAX_PAYLOAD_DEPTH, validateEventInput, validateEventInputs } from '../../lib/producer/validate-event.ts';
 
 const LIMITS = { maxPayloadBytes: 1_024 };
 
@@ -108,6 +109,83 @@ describe('validateEventInput', () => {
       expect(error.code).to.equal(ErrorCode.PAYLOAD_TOO_LARGE);
       expect(error.field).to.equal('payload');
       expect(error.rule).to.equal('must be at most 1001 bytes (got 1002)');
+    });
+  });
+
+  context('when the event has a field Herald does not know', () => {
+    it('refuses it, naming the field and listing the allowed ones', () => {
+      const error = failure({ ...valid, priority: 'high' });
+      expect(error.code).to.equal(ErrorCode.INVALID_INPUT);
+      expect(error.field).to.equal('priority');
+      expect(error.rule).to.equal('is not a known field (allowed: tenantId, type, payload, id, endpointId)');
+      expect(failure({ ...valid, tenantID: 'acme' }).field).to.equal('tenantID');
+    });
+
+    it('names the item in a list', () => {
+      const events = [valid, valid, valid, { ...valid, priority: 'high' }];
+      try {
+        validateEventInputs(events, LIMITS);
+        expect.fail('expected a ValidationError');
+      } catch (error) {
+        expect(error).to.be.instanceOf(ValidationError);
+        expect((error as ValidationError).field).to.equal('[3].priority');
+        expect((error as ValidationError).message).to.match(/^\[3\]\.priority: is not a known field \(allowed: /);
+      }
+    });
+  });
+
+  context('when the payload is nested too deep', () => {
+    function nested(depth: number): unknown {
+      let value: unknown = 1;
+      for (let i = 0; i < depth; i++) value = i % 2 === 0 ? [value] : { v: value };
+      return value;
+    }
+
+    it(`accepts ${MAX_PAYLOAD_DEPTH} levels and refuses more, naming the limit and the depth found`, () => {
+      expect(MAX_PAYLOAD_DEPTH).to.equal(64);
+      expect(validateEventInput({ ...valid, payload: nested(64) }, LIMITS).payloadJson).to.have.length.greaterThan(64);
+      const error = failure({ ...valid, payload: nested(65) });
+      expect(error.code).to.equal(ErrorCode.INVALID_INPUT);
+      expect(error.field).to.equal('payload');
+      expect(error.rule).to.equal('must be nested at most 64 levels of arrays and objects deep (got 65)');
+    });
+
+    it('measures a payload far too deep for JSON.stringify without overflowing', () => {
+      expect(failure({ ...valid, payload: nested(200_000) }, { maxPayloadBytes: 10_000_000 }).rule).to.include('(got 200000)');
+    });
+
+    it('measures shared sub-objects once, and counts a Date as a scalar', () => {
+      let shared: unknown = { leaf: new Date(0) };
+      for (let i = 0; i < 40; i++) shared = [shared, shared];
+      // 2^40 paths through 41 distinct objects: walking (or serialising) every path would take hours.
+      let wrapped = shared;
+      for (let i = 0; i < 25; i++) wrapped = [wrapped];
+      const depthOfShared = failure({ ...valid, payload: wrapped }).rule;
+      expect(depthOfShared).to.equal('must be nested at most 64 levels of arrays and objects deep (got 66)');
+      expect(validateEventInput({ ...valid, payload: [[{ at: new Date(0) }]] }, LIMITS).payloadJson).to.equal(
+        '[[{"at":"1970-01-01T00:00:00.000Z"}]]',
+      );
+    });
+
+    it('applies to JsonText payloads too', () => {
+      const deep = JsonText.parse(`${'['.repeat(65)}${']'.repeat(65)}`);
+      expect(failure({ ...valid, payload: deep }).rule).to.equal('must be nested at most 64 levels of arrays and objects deep (got 65)');
+      expect(() => validateEventInput({ ...valid, payload: JsonText.parse(`${'['.repeat(64)}${']'.repeat(64)}`) }, LIMITS)).not.to.throw();
+    });
+  });
+
+  context('when the payload is JsonText', () => {
+    it('keeps its text verbatim instead of re-serialising it', () => {
+      const text = '{ "big": 12345678901234567890, "float": 1.0, "exp": 1e2, "negzero": -0, "s": "\\u00e9" }';
+      expect(validateEventInput({ ...valid, payload: JsonText.parse(text) }, LIMITS).payloadJson).to.equal(text);
+    });
+
+    it('measures the UTF-8 bytes of the text as sent', () => {
+      // 'é' raw is 2 bytes; the escape \u00e9 is 6: the limit applies to what is sent.
+      const raw = JsonText.parse(`"${'é'.repeat(10)}"`);
+      const escaped = JsonText.parse(`"${'\\u00e9'.repeat(10)}"`);
+      expect(validateEventInput({ ...valid, payload: raw }, { maxPayloadBytes: 22 }).payloadJson).to.equal(raw.text);
+      expect(failure({ ...valid, payload: escaped }, { maxPayloadBytes: 22 }).rule).to.equal('must be at most 22 bytes (got 62)');
     });
   });
 });

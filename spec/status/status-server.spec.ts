@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { request } from 'undici';
 import type { ConfigOverrides } from '../../lib/config/config.ts';
+import { verify } from '../../lib/signing/verify.ts';
 import { StatusServer } from '../../lib/status/status-server.ts';
 import { attemptsSeen, startHerald, startServer, type TestHerald, type TestServer } from '../support/harness.ts';
 
@@ -347,7 +348,7 @@ describe('StatusServer (admin API over HTTP)', () => {
       });
 
       it('answers 413 naming body when the request body is far over the maximum', async () => {
-        await boot({ delivery: { maxPayloadBytes: 1024 } });
+        await boot({ delivery: { maxPayloadBytes: 1024 }, api: { maxRequestBytes: 1024 + 64 * 1024 } });
         await createEndpoint({ url: 'https://example.com' });
         const reply = await api('POST', '/v1/events', { tenantId: 'acme', type: 'a.b', payload: 'x'.repeat(200 * 1024) });
         expectError(reply, 413, 'HERALD_PAYLOAD_TOO_LARGE', 'body');
@@ -495,6 +496,166 @@ describe('StatusServer (admin API over HTTP)', () => {
         await boot();
         expectError(await api('POST', '/v1/dead-letters/replay', {}), 400, 'HERALD_INVALID_INPUT', 'body');
         expectError(await api('POST', '/v1/dead-letters/replay', { everything: true }), 400, 'HERALD_INVALID_INPUT', 'everything');
+      });
+    });
+  });
+
+  describe('publishing over HTTP (hostile input)', () => {
+    /** Sends `body` as is, with the given Authorization header. */
+    async function send(path: string, body: string | Buffer | undefined, authorization: string | undefined): Promise<ApiReply> {
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (authorization !== undefined) headers.authorization = authorization;
+      const response = await request(`${base}${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers,
+        ...(body === undefined ? {} : { body }),
+      });
+      const text = await response.body.text();
+      return { status: response.statusCode, text, json: text === '' ? undefined : JSON.parse(text) };
+    }
+
+    context('when a payload has numbers, escapes and whitespace that JSON.parse would normalise', () => {
+      // Raw text: `\u00e9` is six characters here, `é` one; the consumer must get exactly these bytes.
+      const payload = String.raw`{
+  "big": 12345678901234567890, "id64": -9223372036854775808, "float": 1.0, "exp": 1e2, "negzero": -0, "tenth": 0.1,
+  "escapes": "\u00e9 \n \ud83d\ude00 \/ \"q\" \\ \t",
+  "raw": "é ü 😀 日本",
+  "nested": [ [ ], { "a" : [ 1 , { } , [ 2.50 ] ] } ],	"payload": { "payload": 1E-7 }
+}`;
+
+      it('stores, signs and delivers the payload byte for byte as sent', async () => {
+        const th = await boot();
+        sink = await startServer(() => ({ status: 200 }));
+        const { secret } = await createEndpoint({ url: `${sink.url}/hooks` });
+        const body = `{ "tenantId": "acme",\n "type": "invoice.paid", "payload":   ${payload}  }`;
+
+        const published = await api('POST', '/v1/events', undefined, { raw: body });
+        expect(published.status, published.text).to.equal(202);
+        expect((await th.herald.store.getEvent(published.json.id))?.payload).to.equal(payload);
+
+        const [received] = await sink.requests(1);
+        expect(received?.body).to.equal(payload);
+        expect(Buffer.from(received?.body ?? '', 'utf8').equals(Buffer.from(payload, 'utf8'))).to.equal(true);
+        expect(() =>
+          verify({ payload: received?.body ?? '', headers: received?.headers ?? {}, secret, nowSec: Math.floor(th.clock.now() / 1000) }),
+        ).not.to.throw();
+        await attemptsSeen(th, 1);
+      });
+
+      it('keeps each payload of a list with its own event', async () => {
+        const th = await boot();
+        sink = await startServer(() => ({ status: 200 }));
+        await createEndpoint({ url: `${sink.url}/hooks` });
+        const payloads = [payload, '12345678901234567891', '[1.0,-0]', '"\\u00e9"', '{"payload":{"payload":0.10}}'];
+        const body = `[${payloads.map((p, i) => `{"payload": ${i === 3 ? '"overwritten", "payload": ' : ''}${p}, "tenantId": "acme", "type": "a.b", "id": "evt-${i}"}`).join(',\n')}]`;
+        const published = await api('POST', '/v1/events', undefined, { raw: body });
+        expect(published.status, published.text).to.equal(202);
+
+        const received = await sink.requests(payloads.length);
+        const byId = new Map(received.map((r) => [r.headers['webhook-id'], r.body]));
+        payloads.forEach((p, i) => expect(byId.get(`evt-${i}`), `evt-${i}`).to.equal(p));
+        await attemptsSeen(th, payloads.length);
+      });
+    });
+
+    context('when the body is not UTF-8', () => {
+      it('answers 400 naming body instead of replacing the bytes', async () => {
+        await boot({}, { start: false });
+        await createEndpoint({ url: 'https://example.com' });
+        const body = Buffer.concat([Buffer.from('{"tenantId":"acme","type":"a.b","payload":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+        const reply = await send('/v1/events', body, `Bearer ${TOKEN}`);
+        expectError(reply, 400, 'HERALD_INVALID_INPUT', 'body');
+        expect(reply.json.error.rule).to.include('UTF-8');
+      });
+    });
+
+    context('when an event has a field Herald does not know', () => {
+      it('answers 400 naming the field and listing the allowed ones, by index in a list', async () => {
+        await boot({}, { start: false });
+        await createEndpoint({ url: 'https://example.com' });
+        const one = await api('POST', '/v1/events', { tenantId: 'acme', type: 'a.b', payload: {}, priority: 'high' });
+        const error = expectError(one, 400, 'HERALD_INVALID_INPUT', 'priority');
+        expect(error.rule).to.equal('is not a known field (allowed: tenantId, type, payload, id, endpointId)');
+        const list = [0, 1, 2, 3].map((i) => ({ tenantId: 'acme', type: 'a.b', payload: i, ...(i === 3 ? { priority: 'high' } : {}) }));
+        expectError(await api('POST', '/v1/events', list), 400, 'HERALD_INVALID_INPUT', '[3].priority');
+        expect((await api('GET', '/v1/deliveries')).json.data).to.deep.equal([]);
+      });
+    });
+
+    context('when a list of 1 000 events of about 1 KiB is published', () => {
+      it('accepts it, though its body is far over maxPayloadBytes + 64 KiB', async () => {
+        const th = await boot({}, { start: false });
+        await createEndpoint({ url: 'https://example.com' });
+        const events = Array.from({ length: 1_000 }, (_, i) => ({ tenantId: 'acme', type: 'a.b', id: `bulk-${i}`, payload: { n: i, text: 'x'.repeat(1_024) } }));
+        const body = JSON.stringify(events);
+        expect(Buffer.byteLength(body)).to.be.greaterThan(th.herald.config.delivery.maxPayloadBytes + 64 * 1024);
+        const reply = await api('POST', '/v1/events', undefined, { raw: body });
+        expect(reply.status, reply.text.slice(0, 300)).to.equal(202);
+        expect(reply.json.data).to.have.length(1_000);
+        expect((await th.herald.store.getEvent('bulk-999'))?.payload).to.equal(JSON.stringify(events[999]?.payload));
+      });
+    });
+
+    context('when the request body is over api.maxRequestBytes', () => {
+      it('answers 413 naming body, the limit and the advice to split the list', async () => {
+        const limit = 1_024 + 64 * 1024;
+        await boot({ delivery: { maxPayloadBytes: 1_024 }, api: { maxRequestBytes: limit } }, { start: false });
+        await createEndpoint({ url: 'https://example.com' });
+        const events = Array.from({ length: 100 }, (_, i) => ({ tenantId: 'acme', type: 'a.b', payload: { n: i, text: 'x'.repeat(900) } }));
+        const reply = await api('POST', '/v1/events', events);
+        const error = expectError(reply, 413, 'HERALD_PAYLOAD_TOO_LARGE', 'body');
+        expect(error.rule).to.include(`at most ${limit} bytes`);
+        expect(error.rule).to.include('api.maxRequestBytes');
+        expect(error.rule).to.include('split');
+        expect((await api('POST', '/v1/events', events.slice(0, 50))).status).to.equal(202);
+      });
+    });
+
+    context('when a payload is nested deeper than 64 levels', () => {
+      it('answers 400 naming payload, the limit and the depth found; 64 levels pass', async () => {
+        await boot({}, { start: false });
+        await createEndpoint({ url: 'https://example.com' });
+        const nested = (depth: number): string => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+        const publish = (payload: string): Promise<ApiReply> =>
+          api('POST', '/v1/events', undefined, { raw: `{"tenantId": "acme", "type": "a.b", "payload": ${payload}}` });
+        expect((await publish(nested(64))).status).to.equal(202);
+        const error = expectError(await publish(nested(65)), 400, 'HERALD_INVALID_INPUT', 'payload');
+        expect(error.rule).to.equal('must be nested at most 64 levels of arrays and objects deep (got 65)');
+        expect(expectError(await publish(nested(100_000)), 400, 'HERALD_INVALID_INPUT', 'payload').rule).to.include('(got 100000)');
+      });
+    });
+
+    context('when a time filter names a date that does not exist', () => {
+      it('answers 400 naming since or until and the rule, on deliveries, dead letters and bulk replay', async () => {
+        await boot({}, { start: false });
+        for (const query of ['since=2026-02-30', 'since=2026-02-29', 'until=2026-13-01', 'until=2026-01-31T24:00:00Z', 'since=2026-01-31T10:00:00']) {
+          const field = query.split('=')[0] ?? '';
+          const error = expectError(await api('GET', `/v1/deliveries?${query}`), 400, 'HERALD_INVALID_INPUT', field);
+          expect(error.rule).to.include('ISO-8601').and.include('calendar');
+          expectError(await api('GET', `/v1/dead-letters?${query}`), 400, 'HERALD_INVALID_INPUT', field);
+        }
+        expectError(await api('POST', '/v1/dead-letters/replay', { since: '2026-02-29' }), 400, 'HERALD_INVALID_INPUT', 'since');
+        expectError(await api('POST', '/v1/dead-letters/replay', { until: '2026-04-31T00:00:00Z' }), 400, 'HERALD_INVALID_INPUT', 'until');
+        for (const query of ['since=2024-02-29', 'since=2024-02-29T23:59:59.999%2B01:00', `until=${Date.UTC(2026, 0, 1)}`]) {
+          expect((await api('GET', `/v1/deliveries?${query}`)).status, query).to.equal(200);
+          expect((await api('GET', `/v1/dead-letters?${query}`)).status, query).to.equal(200);
+        }
+      });
+    });
+
+    context('when the Authorization scheme is written in another case or with extra spaces', () => {
+      it('accepts it, as the scheme is case-insensitive (RFC 9110 §11.1)', async () => {
+        await boot({}, { start: false });
+        for (const header of [`bearer ${TOKEN}`, `BEARER ${TOKEN}`, `BeArEr ${TOKEN}`, `Bearer   ${TOKEN}`, `bearer  ${TOKEN}  `]) {
+          expect((await send('/v1/endpoints', undefined, header)).status, header).to.equal(200);
+        }
+      });
+
+      it('still refuses a wrong scheme, a missing separator or a wrong token', async () => {
+        await boot({}, { start: false });
+        for (const header of [`Basic ${TOKEN}`, `Bearer${TOKEN}`, `Bearer ${TOKEN}x`, `Bearer x${TOKEN}`, 'Bearer', `${TOKEN}`, `Bearer ${TOKEN} ${TOKEN}`]) {
+          expectError(await send('/v1/endpoints', undefined, header), 401, 'HERALD_UNAUTHORIZED');
+        }
       });
     });
   });
