@@ -36,7 +36,7 @@ export interface StatusServerOptions {
   readonly host: string;
   readonly port: number;
   readonly adminToken: string;
-  /** Times the dashboard's recent failure rates. @default the system clock */
+  /** Times the dashboard's recent failure rates, and how long a refused body is read. @default the system clock */
   readonly clock?: Clock;
   /** Metrics to serve on `/metrics`; by default the server makes its own registry (and closes it with the server). */
   readonly metrics?: HeraldMetrics;
@@ -60,6 +60,9 @@ interface Reply {
   readonly html?: string;
   readonly text?: { readonly body: string; readonly contentType: string };
 }
+
+/** How long the rest of a refused request body is read (and dropped) before the connection is closed. */
+const LINGER_MS = 10_000;
 
 /** Deliveries per page of the delivery log when `limit` is not given. */
 const DEFAULT_PAGE = 100;
@@ -251,6 +254,8 @@ export class StatusServer {
     } catch (error) {
       reply = errorReply(error);
     }
+    // Answered before the body was read: only a body refused unread (declared too large) is left to drain.
+    if (!req.complete && !req.destroyed) this.#lingerOn(req, res);
     if (reply.text !== undefined) {
       res.writeHead(reply.status, { 'content-type': reply.text.contentType, 'cache-control': 'no-store' });
       res.end(reply.text.body);
@@ -269,6 +274,20 @@ export class StatusServer {
     const text = JSON.stringify(reply.json);
     res.writeHead(reply.status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
     res.end(text);
+  }
+
+  /**
+   * Answering before the body has arrived (a declared oversize body gets its 413 at once): after
+   * a client's `Connection: close` Node closes the socket while the client still sends, and the
+   * client's stack drops our answer with the reset. So keep the connection and read the rest
+   * into nothing (Node does once the answer is sent), for at most `LINGER_MS`, like a web
+   * server's lingering close.
+   */
+  #lingerOn(req: IncomingMessage, res: ServerResponse): void {
+    res.shouldKeepAlive = true;
+    const timer = (this.#options.clock ?? systemClock).setTimeout(() => req.socket.destroy(), LINGER_MS);
+    req.socket.once('close', () => timer.cancel());
+    req.once('end', () => timer.cancel());
   }
 
   async #dispatch(req: IncomingMessage): Promise<Reply> {
