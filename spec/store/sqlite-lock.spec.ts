@@ -106,6 +106,16 @@ describe('SqliteStore while another connection holds the write lock', () => {
     expect(await store.listNodes(0)).to.deep.equal([]);
   });
 
+  it('counts a lease renewal that waited for the lock from the moment it got the lock', async () => {
+    const now = clock.now();
+    const renewal = store.acquireLeases({ owner: 'n1', slots: [3], now, leaseMs: 10_000 });
+    clock.advance(3_000);
+    holder.exec('COMMIT');
+    clock.advance(10);
+    const [lease] = await renewal;
+    expect(lease?.until).to.equal(now + 3_010 + 10_000);
+  });
+
   it('opens meanwhile: a process starting while a producer holds the lock waits for it on the clock', async () => {
     const starting = new SqliteStore({ path: join(dir, 'herald.db'), clock, blockingWaitMs: 5, lockRetryIntervalMs: 10 });
     try {

@@ -654,11 +654,14 @@ export class SqliteStore implements Store {
 
   async acquireLeases(request: LeaseRequest): Promise<SlotLease[]> {
     const { owner, slots, now, leaseMs } = request;
+    const askedAt = this.#clock.now();
     return this.#run('acquireLeases', ({ db, s }) =>
       db.transaction(() => {
-        // Read the time again once the write lock is ours: waiting for it under load must not
-        // shorten the lease we write (a lapse means a takeover and a duplicate send).
-        const at = Math.max(now, this.#clock.now());
+        // Count the lease from the moment the write lock is ours: waiting for it under load must not
+        // shorten the lease we write (a lapse means a takeover and a duplicate send). The wait is
+        // measured on this store's clock and added to the caller's `now`, so the two clocks need not
+        // agree (the store may run on a thread of its own, on the system clock).
+        const at = now + Math.max(0, this.#clock.now() - askedAt);
         const until = at + leaseMs;
         for (const slot of slots) s.acquireLease.run({ slot, owner, until, now: at });
         return s.heldLeases.all({ owner, now: at, slots: JSON.stringify(slots) }).map(leaseFromRow);
