@@ -95,6 +95,42 @@ export async function startSinkProcess(config: SinkConfig = {}): Promise<SinkPro
   };
 }
 
+const PRODUCER_FILE = fileURLToPath(new URL('./producer-process.ts', import.meta.url));
+
+export interface ProducerProcess {
+  /** Publishes every event; resolves with the producer process's CPU time (µs) once all are committed. */
+  publish(): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** Forks an application that publishes into the outbox from its own process and connection. */
+export async function startProducerProcess(job: {
+  readonly dbPath: string;
+  readonly endpointIds: readonly string[];
+  readonly events: number;
+  readonly bodyBytes: number;
+  readonly batch: number;
+}): Promise<ProducerProcess> {
+  const child: ChildProcess = fork(PRODUCER_FILE, [JSON.stringify(job)], {
+    execArgv: process.execArgv.filter((arg) => arg !== '--expose-gc' && !arg.startsWith('--cpu-prof')),
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`producer exited with ${code}`)));
+    child.once('message', () => resolve());
+  });
+  child.removeAllListeners('exit');
+  return {
+    publish: () =>
+      new Promise<number>((resolve) => {
+        child.once('message', (message: { cpuMicros: number }) => resolve(message.cpuMicros));
+        child.send({ type: 'publish' });
+      }),
+    close: () => closeChild(child, 5_000),
+  };
+}
+
 /** Asks a forked child to close (`{type: 'close'}`) and waits for it to exit; kills it after `graceMs`. */
 export function closeChild(child: ChildProcess, graceMs: number): Promise<void> {
   return new Promise<void>((resolve) => {
