@@ -6,21 +6,36 @@
  *
  * `--quick` is a smoke run (smaller sizes, under 2 minutes); the full run
  * takes under 15. Real time, 127.0.0.1 only, a sink in a child process.
+ *
+ * `--peers` runs the throughput scenario and the same workload through the
+ * peers (BullMQ on Redis, graphile-worker on PostgreSQL; scripts/bench/peers/)
+ * and prints them in one table; the full run includes them too. The peers are
+ * compared with the throughput scenario's Herald run, so choosing `peers`
+ * (`--only=peers`) brings `throughput` along.
+ *
+ * On Ctrl-C or SIGTERM, and past a scenario's time limit, the scenario
+ * process gets SIGTERM (it stops its servers and removes its temp dirs),
+ * then SIGKILL after a grace period.
  */
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describeMachine } from './harness.ts';
 
-const SCENARIOS = ['throughput', 'latency', 'isolation', 'signing', 'timers', 'endpoints', 'recovery', 'cluster'] as const;
+const SCENARIOS = ['throughput', 'latency', 'isolation', 'signing', 'timers', 'endpoints', 'recovery', 'cluster', 'peers'] as const;
 /** Hard bound per scenario process: past it, the scenario is killed and reported as failed. */
 /** Scenarios that read the heap after a full GC; the others must not get --expose-gc, which worker threads (the signing pool) refuse. */
 const NEEDS_GC: ReadonlySet<string> = new Set(['timers', 'endpoints']);
 const SCENARIO_LIMIT_MS = { quick: 60_000, full: 420_000 };
+/** After SIGTERM, how long a scenario has to stop its servers before SIGKILL. */
+const STOP_GRACE_MS = 15_000;
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
-const only = args.find((arg) => arg.startsWith('--only='))?.slice('--only='.length).split(',');
+const onlyArg = args.find((arg) => arg.startsWith('--only='))?.slice('--only='.length).split(',');
+const only = args.includes('--peers') ? [...(onlyArg ?? ['throughput']), 'peers'] : onlyArg;
+// The peers' ratios are against the throughput scenario's Herald run.
+if (only?.includes('peers') === true && !only.includes('throughput')) only.push('throughput');
 const chosen = SCENARIOS.filter((name) => only === undefined || only.includes(name));
 const CHILD = fileURLToPath(new URL('./scenario-child.ts', import.meta.url));
 const OUT = fileURLToPath(new URL('../../bench-results.json', import.meta.url));
@@ -29,6 +44,25 @@ type Result = Record<string, unknown>;
 const t0 = Date.now();
 const stamp = (): string => `[${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s]`;
 
+let current: ChildProcess | undefined;
+
+/** SIGTERM (a scenario stops its servers and removes its temp dirs), SIGKILL after the grace period. */
+function stopChild(child: ChildProcess): void {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS).unref();
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    const child = current;
+    if (child === undefined) process.exit(130);
+    console.log(`${stamp()} ${signal}: stopping the running scenario`);
+    stopChild(child);
+    child.once('exit', () => process.exit(130));
+  });
+}
+
 function runScenario(name: string): Promise<Result> {
   return new Promise((resolve) => {
     const started = Date.now();
@@ -36,11 +70,12 @@ function runScenario(name: string): Promise<Result> {
       execArgv: [...process.execArgv, ...(NEEDS_GC.has(name) ? ['--expose-gc'] : [])],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
+    current = child;
     let result: Result | undefined;
     const limit = setTimeout(() => {
       console.log(`${stamp()} ${name}: over ${(quick ? SCENARIO_LIMIT_MS.quick : SCENARIO_LIMIT_MS.full) / 1000} s, stopped`);
       result = { error: 'time limit reached', met: false };
-      child.kill('SIGKILL');
+      stopChild(child);
     }, quick ? SCENARIO_LIMIT_MS.quick : SCENARIO_LIMIT_MS.full);
     child.on('message', (message: { type: string; text?: string; result?: Result; message?: string }) => {
       if (message.type === 'progress') console.log(`${stamp()} ${name}: ${message.text}`);
@@ -49,6 +84,7 @@ function runScenario(name: string): Promise<Result> {
     });
     child.on('exit', (code) => {
       clearTimeout(limit);
+      current = undefined;
       const out = result ?? { error: `exited with ${code}`, met: false };
       console.log(`${stamp()} ${name}: done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
       resolve({ ...out, seconds: Math.round((Date.now() - started) / 100) / 10 });
@@ -82,7 +118,13 @@ for (const [name, r] of Object.entries(scenarios)) {
   }
   switch (name) {
     case 'throughput':
-      rows.push([name, `ratio ${fmt(r.ratio)}`, `${fmt(r.eventsPerSec)} ev/s vs raw undici ${fmt(r.baselinePerSec)} req/s (${fmt(r.events)} events)`, 'ratio ≥ 0.5', verdict(r)]);
+      rows.push([
+        name,
+        `ratio ${fmt(r.ratio)}`,
+        `${fmt(r.eventsPerSec)} ev/s vs raw undici ${fmt(r.baselinePerSec)} req/s (${fmt(r.events)} events); CPU per event: Herald ${fmt(r.heraldCpuMicrosPerEvent, ' µs')}, producer ${fmt(r.producerCpuMicrosPerEvent, ' µs')}`,
+        'ratio ≥ 0.5',
+        verdict(r),
+      ]);
       break;
     case 'latency':
       rows.push([name, '—', `p50 ${fmt(r.p50Ms, ' ms')}, p99 ${fmt(r.p99Ms, ' ms')}, max ${fmt(r.maxMs, ' ms')} at ${fmt(r.ratePerSec)}/s`, 'p50 ≤ 10 ms, p99 ≤ 50 ms', verdict(r)]);
@@ -111,6 +153,9 @@ for (const [name, r] of Object.entries(scenarios)) {
       rows.push([name, `ratio ${fmt(r.ratio)}`, `2 processes ${fmt(r.twoProcessesPerSec)} ev/s vs 1 process ${fmt(r.oneProcessPerSec)} ev/s (${fmt(r.events)} events, slots ${Array.isArray(r.slotsPerNode) ? r.slotsPerNode.join('+') : '—'}, duplicates ${fmt(duplicates?.twoProcesses)})`, 'report', '—']);
       break;
     }
+    case 'peers':
+      rows.push([name, '—', 'the same workload through BullMQ and graphile-worker: see the peers table', 'report', '—']);
+      break;
     default:
       rows.push([name, '—', JSON.stringify(r).slice(0, 60), '', verdict(r)]);
   }
@@ -121,3 +166,53 @@ const line = (cells: readonly string[]): string => `| ${cells.map((c, i) => c.pa
 console.log(`\n${line(header)}\n| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |`);
 for (const row of rows) console.log(line(row));
 console.log(`\nwritten to bench-results.json (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+
+if (scenarios.peers !== undefined) console.log(peersTable(scenarios.throughput, scenarios.peers));
+
+/**
+ * Herald (the throughput scenario of this run) and each peer: delivered/s,
+ * the ratio both ways, CPU µs per delivered event of every process of the
+ * system (the sink excluded), duplicates (requests past the distinct ids).
+ */
+function peersTable(throughput: Result | undefined, peersResult: Result): string {
+  const out: string[] = [];
+  const cells: string[][] = [];
+  const heraldPerSec = typeof throughput?.eventsPerSec === 'number' && typeof throughput.error !== 'string' ? throughput.eventsPerSec : Number.NaN;
+  const ratio = (a: number, b: number): string => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? (a / b).toFixed(2) : '—');
+  if (Number.isFinite(heraldPerSec)) {
+    const own = throughput!.heraldCpuMicrosPerEvent as number | undefined;
+    const producer = throughput!.producerCpuMicrosPerEvent as number | undefined;
+    const total = typeof own === 'number' ? own + (typeof producer === 'number' ? producer : 0) : Number.NaN;
+    const duplicates = typeof throughput!.sinkRequests === 'number' && typeof throughput!.delivered === 'number' ? throughput!.sinkRequests - throughput!.delivered : Number.NaN;
+    cells.push(['Herald (SQLite, one process)', fmt(heraldPerSec), '1.00', '1.00', `herald ${fmt(own)}, producer ${fmt(producer)}`, fmt(total), fmt(duplicates)]);
+  } else {
+    out.push('Herald: no throughput result in this run, so no ratios');
+  }
+  const peers = (peersResult.peers ?? {}) as Record<string, Result>;
+  if (typeof peersResult.error === 'string') out.push(`peers: error: ${peersResult.error.split('\n')[0]}`);
+  for (const [name, p] of Object.entries(peers)) {
+    if (typeof p.skipped === 'string') {
+      out.push(`${name}: skipped — ${p.skipped}`);
+      continue;
+    }
+    if (typeof p.error === 'string') {
+      out.push(`${name}: FAILED — ${p.error.split('\n')[0]}`);
+      continue;
+    }
+    const versions = Object.entries((p.versions ?? {}) as Record<string, string>).map(([k, v]) => `${k} ${v}`).join(', ');
+    const byRole = Object.entries((p.cpuUsPerEvent ?? {}) as Record<string, number>).map(([role, us]) => `${role} ${fmt(us)}`).join(', ');
+    const perSec = p.deliveredPerSec as number;
+    cells.push([`${name} (${versions})${p.complete === true ? '' : ` INCOMPLETE ${fmt(p.distinct)}/${fmt(peersResult.events)}`}`, fmt(perSec), ratio(perSec, heraldPerSec), ratio(heraldPerSec, perSec), byRole, fmt(p.cpuUsPerEventTotal), fmt(p.duplicates)]);
+  }
+  const head = ['system', 'delivered/s', 'peer / Herald', 'Herald / peer', 'CPU µs per delivered event, by process', 'CPU µs total', 'duplicates'];
+  const w = head.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]!.length)));
+  const row = (c: readonly string[]): string => `| ${c.map((x, i) => x.padEnd(w[i]!)).join(' | ')} |`;
+  const events = typeof peersResult.events === 'number' ? peersResult.events : '?';
+  return [
+    `\nPeers: ${events} signed 1 KiB events, 100 endpoints, undici Pool of 16 connections, the sink excluded from CPU; peers' producer in the peers scenario process`,
+    row(head),
+    `| ${w.map((n) => '-'.repeat(n)).join(' | ')} |`,
+    ...cells.map(row),
+    ...out,
+  ].join('\n');
+}
