@@ -127,8 +127,9 @@ describe('Readiness', function () {
       if (publishReply === undefined) expect.fail('the publish did not answer');
       const slowest = Math.max(...probes.map((p) => p.reply.ms));
       console.log(`      (${probes.length} probes while the lock was held, slowest ${slowest.toFixed(1)} ms)`);
-      // Before this was fixed each probe waited up to the 5 s busy timeout; the bound leaves room for a loaded machine.
-      expect(slowest, 'slowest probe (ms)').to.be.below(250);
+      // Before this was fixed each probe waited up to the 5 s busy timeout; the bound leaves room for a loaded
+      // machine (npm run chaos holds the 100 ms requirement; here 30–70 ms is usual).
+      expect(slowest, 'slowest probe (ms)').to.be.below(500);
       expect(probes.filter((p) => p.path === '/healthz').every((p) => p.reply.status === 200)).to.equal(true);
       expect(unavailable?.json).to.deep.include({ status: 'not ready' });
       expect(unavailable?.json.reason).to.match(/^store unavailable: store call \w+ has been waiting for \d+ ms$/);
