@@ -11,7 +11,7 @@
  *
  *   stopped ──listen()──► listening ──close()──► stopped
  */
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ISO_TIME_RULE, parseDate, systemClock, type Clock } from '../clock.ts';
@@ -82,7 +82,8 @@ const STATUS_OF_CODE: Readonly<Record<string, number>> = {
 export class StatusServer {
   readonly #herald: Herald;
   readonly #options: StatusServerOptions;
-  readonly #token: Buffer;
+  /** SHA-256 of the admin token: a given token is hashed too and compared in constant time, so neither its bytes nor its length show in the timing. */
+  readonly #tokenDigest: Buffer;
   readonly #metrics: HeraldMetrics;
   readonly #ownsMetrics: boolean;
   readonly #stats: EndpointStats;
@@ -92,7 +93,7 @@ export class StatusServer {
   constructor(herald: Herald, options: StatusServerOptions) {
     this.#herald = herald;
     this.#options = options;
-    this.#token = Buffer.from(options.adminToken);
+    this.#tokenDigest = sha256(options.adminToken);
     this.#ownsMetrics = options.metrics === undefined;
     this.#metrics = options.metrics ?? new HeraldMetrics(herald);
     this.#stats = new EndpointStats(herald.events, options.clock ?? systemClock);
@@ -314,8 +315,8 @@ export class StatusServer {
   }
 
   #authorize(req: IncomingMessage): void {
-    const given = Buffer.from(BEARER.exec(req.headers.authorization ?? '')?.[1] ?? '');
-    if (given.length !== this.#token.length || !timingSafeEqual(given, this.#token)) throw new UnauthorizedError();
+    const given = BEARER.exec(req.headers.authorization ?? '')?.[1];
+    if (given === undefined || !timingSafeEqual(sha256(given), this.#tokenDigest)) throw new UnauthorizedError();
   }
 
   /**
@@ -354,6 +355,10 @@ export class StatusServer {
       throw new ValidationError('body', 'must be valid JSON');
     }
   }
+}
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
 }
 
 /** Refuses malformed UTF-8 instead of replacing it with U+FFFD; a byte order mark is kept (and is then not JSON, as before). */
