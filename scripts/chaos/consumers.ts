@@ -11,6 +11,7 @@ import { createServer as createNetServer, type AddressInfo, type Server as NetSe
 import { join } from 'node:path';
 import { machineNowMs } from '../bench/machine-clock.ts';
 import {
+  finalDelivery,
   fmtMs,
   heraldNode,
   percentile,
@@ -20,7 +21,6 @@ import {
   type AttemptView,
   type CaseContext,
   type ChaosCase,
-  type HeraldNode,
 } from './harness.ts';
 
 const TIMEOUT_MS = 1_000;
@@ -180,18 +180,6 @@ async function misbehaviours(ctx: CaseContext): Promise<{ list: Misbehaviour[]; 
   return { list, redirectTarget: target, lateSeen };
 }
 
-async function finalOf(ctx: CaseContext, node: HeraldNode, endpointId: string, timeoutMs: number) {
-  const deadline = performance.now() + timeoutMs;
-  while (performance.now() < deadline) {
-    ctx.alive();
-    const [delivery] = await node.deliveries(`endpointId=${encodeURIComponent(endpointId)}`);
-    if (delivery !== undefined && (delivery.status === 'dead' || delivery.status === 'delivered')) return { status: delivery.status, attempts: await node.attempts(delivery.id) };
-    await sleep(200);
-  }
-  const [delivery] = await node.deliveries(`endpointId=${encodeURIComponent(endpointId)}`);
-  return { status: delivery?.status ?? 'none', attempts: delivery === undefined ? [] : await node.attempts(delivery.id) };
-}
-
 const consumersCase: ChaosCase = {
   name: 'consumers',
   checks: 'never answers, reset, garbage, 50 MB body, 200 after timeout, 301, 429 + Retry-After, 410: each outcome recorded in the attempts; 5 healthy endpoints keep delivering meanwhile',
@@ -222,7 +210,7 @@ const consumersCase: ChaosCase = {
     await stream;
 
     for (const { m, endpointId } of bad) {
-      const final = await finalOf(ctx, node, endpointId, 20_000);
+      const final = await finalDelivery(ctx, node, endpointId, 20_000);
       const [pass, detail] = m.judge(final.status, final.attempts);
       ctx.check(`${m.name}: ${m.expect}`, pass, detail);
     }

@@ -432,6 +432,28 @@ export class HeraldNode {
   }
 }
 
+/**
+ * Waits until the (one) delivery of an endpoint is final, delivered or dead. `final` says
+ * whether it got there within `timeoutMs`; `status` and `attempts` are what was last seen.
+ */
+export async function finalDelivery(
+  ctx: CaseContext,
+  node: HeraldNode,
+  endpointId: string,
+  timeoutMs: number,
+): Promise<{ final: boolean; status: string; attempts: AttemptView[] }> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    ctx.alive();
+    const [delivery] = await node.deliveries(`endpointId=${encodeURIComponent(endpointId)}`);
+    const final = delivery !== undefined && (delivery.status === 'dead' || delivery.status === 'delivered');
+    if (final || performance.now() >= deadline) {
+      return { final, status: delivery?.status ?? 'none', attempts: delivery === undefined ? [] : await node.attempts(delivery.id) };
+    }
+    await sleep(100);
+  }
+}
+
 /** Starts nothing: makes a node on a free port (call `start`). */
 export async function heraldNode(options: HeraldNodeOptions): Promise<HeraldNode> {
   return new HeraldNode(options, options.port ?? (await freePort()));

@@ -19,14 +19,13 @@ import { createAddressGuard } from '../../lib/delivery/address-guard.ts';
 import {
   ADMIN_TOKEN,
   errorOf,
+  finalDelivery,
   heraldNode,
   http,
   recordingServer,
   sleep,
   startSinkProcess,
-  type CaseContext,
   type ChaosCase,
-  type HeraldNode,
   type HttpAnswer,
 } from './harness.ts';
 
@@ -36,20 +35,6 @@ async function addressesOf(hostname: string): Promise<string[]> {
   const bare = hostname.replace(/^\[|\]$/g, '');
   if (/^[\d.]+$/.test(bare) || bare.includes(':')) return [bare];
   return (await lookup(bare, { all: true })).map((a) => a.address);
-}
-
-/** Waits until the endpoint's delivery is final; returns it and its attempts. */
-async function finalDelivery(ctx: CaseContext, node: HeraldNode, endpointId: string, timeoutMs: number) {
-  const deadline = performance.now() + timeoutMs;
-  while (performance.now() < deadline) {
-    ctx.alive();
-    const [delivery] = await node.deliveries(`endpointId=${encodeURIComponent(endpointId)}`);
-    if (delivery !== undefined && (delivery.status === 'dead' || delivery.status === 'delivered')) {
-      return { delivery, attempts: await node.attempts(delivery.id) };
-    }
-    await sleep(100);
-  }
-  return undefined;
 }
 
 const ssrfCase: ChaosCase = {
@@ -98,12 +83,12 @@ const ssrfCase: ChaosCase = {
       const endpointId = (created.json as { id: string }).id;
       await node.publish([{ tenantId: 'ssrf', type: 'chaos.ssrf', payload: { url }, endpointId }]);
       const final = await finalDelivery(ctx, node, endpointId, 10_000);
-      const kinds = final?.attempts.map((a) => a.outcome.kind) ?? [];
-      outcomes.push(`${url}: ${final?.delivery.status ?? 'not final'} ${kinds.join(',')}`);
+      const kinds = final.final ? final.attempts.map((a) => a.outcome.kind) : [];
+      outcomes.push(`${url}: ${final.final ? final.status : 'not final'} ${kinds.join(',')}`);
       ctx.check(
         `${url} blocked`,
-        final?.delivery.status === 'dead' && kinds.length > 0 && kinds.every((k) => k === 'blocked'),
-        final === undefined ? 'delivery not final within 10 s' : `${final.delivery.status}, attempts: ${final.attempts.map((a) => a.error ?? a.outcome.kind).join('; ')}`,
+        final.final && final.status === 'dead' && kinds.length > 0 && kinds.every((k) => k === 'blocked'),
+        final.final ? `${final.status}, attempts: ${final.attempts.map((a) => a.error ?? a.outcome.kind).join('; ')}` : 'delivery not final within 10 s',
       );
     }
     await sleep(500);
