@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ConfigOverrides } from '../../lib/config/config.ts';
-import { sleep } from '../bench/harness.ts';
+import { sleep, type SinkProcess } from '../bench/harness.ts';
 
 export { percentile, round, sleep, startSinkProcess, waitFor, type SinkProcess } from '../bench/harness.ts';
 
@@ -430,6 +430,21 @@ export class HeraldNode {
     if (answer.status !== 200) throw new Error(`GET attempts answered ${answer.status}: ${answer.text.slice(0, 300)}`);
     return (answer.json as { data: AttemptView[] }).data;
   }
+}
+
+/** Collects ids from the sink into `seen` until every one of `ids` has arrived; returns those still missing. */
+export async function waitArrived(ctx: CaseContext, sink: SinkProcess, seen: string[], ids: readonly string[], timeoutMs: number): Promise<string[]> {
+  const deadline = performance.now() + timeoutMs;
+  let missing: string[] = [...ids];
+  while (performance.now() < deadline) {
+    ctx.alive();
+    seen.push(...(await sink.take()).ids);
+    const got = new Set(seen);
+    missing = ids.filter((id) => !got.has(id));
+    if (missing.length === 0) return [];
+    await sleep(200);
+  }
+  return missing;
 }
 
 /**

@@ -15,28 +15,12 @@ import {
   startSinkProcess,
   tally,
   waitSettled,
-  type CaseContext,
   type ChaosCase,
-  type SinkProcess,
+  waitArrived,
 } from './harness.ts';
 
 const LOOPBACK = ['127.0.0.0/8'];
 const RESTART_GOAL_MS = 2_000;
-
-/** Collects ids from the sink until `ids` have all arrived; returns those still missing. */
-async function collect(ctx: CaseContext, sink: SinkProcess, seen: string[], ids: readonly string[], timeoutMs: number): Promise<string[]> {
-  const deadline = performance.now() + timeoutMs;
-  let missing = [...ids];
-  while (performance.now() < deadline) {
-    ctx.alive();
-    seen.push(...(await sink.take()).ids);
-    const got = new Set(seen);
-    missing = missing.filter((id) => !got.has(id));
-    if (missing.length === 0) return [];
-    await sleep(250);
-  }
-  return missing;
-}
 
 const sigkillCase: ChaosCase = {
   name: 'sigkill',
@@ -78,7 +62,7 @@ const sigkillCase: ChaosCase = {
       ctx.progress(`kill ${wave + 1}/${WAVES} ${waitMs} ms after wave ${wave + 1}; ${arrived} of ${endpointOf.size} distinct so far; ready again in ${fmtMs(ms)}`);
     }
     const all = [...endpointOf.keys()];
-    const missing = await collect(ctx, sink, seen, all, 60_000);
+    const missing = await waitArrived(ctx, sink, seen, all, 60_000);
     await sleep(1_000); // let late duplicates arrive before counting them
     seen.push(...(await sink.take()).ids);
     const { distinct, duplicates } = tally(seen);
@@ -172,7 +156,7 @@ const sigstopCase: ChaosCase = {
       await sleep(200);
     }
     ctx.check('no slot reported held by both nodes after the resume', overlapSeen === 0 && checks > 0, `${checks} comparisons, max overlap ${overlapSeen}`);
-    const missing = await collect(ctx, sink, seen, ids, 40_000);
+    const missing = await waitArrived(ctx, sink, seen, ids, 40_000);
     const { duplicates } = tally(seen);
     ctx.figure('duplicates', duplicates);
     ctx.check('every event delivered at least once', missing.length === 0, `${ids.length - missing.length} of ${ids.length}`);

@@ -36,6 +36,7 @@ import {
   type HeraldNode,
   type HttpAnswer,
   type SinkProcess,
+  waitArrived,
 } from './harness.ts';
 
 const LOOPBACK = ['127.0.0.0/8'];
@@ -78,20 +79,6 @@ const events = (ctx: CaseContext, n: number, from: number, payloadBytes = 64): A
   Array.from({ length: n }, (_, i) => ({ tenantId: ctx.name, type: 'chaos.store', payload: { n: from + i, pad: 'x'.repeat(payloadBytes) } }));
 
 /** Waits until every id has arrived at the sink (ids accumulate in `seen`); returns the ids still missing. */
-async function waitArrived(ctx: CaseContext, sink: SinkProcess, seen: string[], ids: readonly string[], timeoutMs: number): Promise<string[]> {
-  const deadline = performance.now() + timeoutMs;
-  let missing: string[] = [...ids];
-  while (performance.now() < deadline) {
-    ctx.alive();
-    seen.push(...(await sink.take()).ids);
-    const got = new Set(seen);
-    missing = ids.filter((id) => !got.has(id));
-    if (missing.length === 0) return [];
-    await sleep(200);
-  }
-  return missing;
-}
-
 /** Spawns the lock holder; resolves its `locked` and `released` times (performance.now()). */
 function holdLock(ctx: CaseContext, dbPath: string, holdMs: number): { locked: Promise<number>; released: Promise<number> } {
   const child = track(spawn(process.execPath, ['--import', 'tsx', LOCK_HOLDER, dbPath, String(holdMs)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] }));
