@@ -121,6 +121,8 @@ export class Herald {
       (await openStore(config.store, {
         clock,
         pollIntervalMs: config.engine.pollIntervalMs,
+        // The thread runs on the system clock: a store on an injected clock stays on this thread.
+        thread: config.engine.storeThread && clock === systemClock,
         retentionMs: config.retention.keepMs,
         // The MongoDB change feed reports its restarts; they become engine events (log, metrics).
         onChangeFeedRestart: (restart) => herald?.events.emit('feedRestart', { reason: restart.reason }),

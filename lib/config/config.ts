@@ -69,6 +69,8 @@ export interface HeraldConfig {
     readonly threads: number;
   };
   readonly engine: {
+    /** The SQLite store on a thread of its own, committing writes in groups (system clock only). */
+    readonly storeThread: boolean;
     readonly slotCount: number;
     readonly sweepIntervalMs: number;
     readonly pollIntervalMs: number;
@@ -149,6 +151,9 @@ const NUMBER_RULES: Readonly<Record<string, Rule>> = {
   'operator.backoffMs': { min: 10, max: 10 * 60 * SECOND },
   'operator.timeoutMs': { min: 100, max: 60 * SECOND },
 };
+
+/** Keys that are true or false. */
+const BOOLEAN_KEYS: readonly string[] = ['engine.storeThread'];
 
 /** Reads `config/default.json`: every key with its default. */
 export function defaultConfig(): HeraldConfig {
@@ -243,6 +248,10 @@ export function validateConfig(raw: unknown): HeraldConfig {
       maxRequestBytes,
       `must be at least delivery.maxPayloadBytes + ${REQUEST_ENVELOPE_BYTES} (${maxPayloadBytes + REQUEST_ENVELOPE_BYTES}), so that an event with the largest payload can be published`,
     );
+  }
+  for (const key of BOOLEAN_KEYS) {
+    const value = readPath(raw, key);
+    if (typeof value !== 'boolean') throw new ConfigError(key, value, 'must be true or false');
   }
   const engine = raw.engine as Record<string, number>;
   if ((engine.renewIntervalMs ?? 0) * 2 > (engine.leaseMs ?? 0)) {

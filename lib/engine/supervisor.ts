@@ -246,7 +246,7 @@ export class Supervisor {
       for (const endpoints of endpointsByTenant.values()) for (const e of endpoints) if (e.status === 'enabled') enabled.add(e.id);
       const deliveryIds = this.#claimOnFanOut(fanOuts, enabled, now);
       // One transaction for the batch: a commit per event cost more than the deliveries it wrote.
-      const claimed = await store.recordFanOuts(fanOuts, { owner: this.#deps.owner, deliveryIds });
+      const claimed = await store.recordFanOuts(fanOuts, now, { owner: this.#deps.owner, deliveryIds });
       if (claimed.length > 0) {
         const byId = new Map(events.map((event) => [event.id, event]));
         for (const delivery of claimed) {

@@ -26,6 +26,7 @@ import { Piscina } from 'piscina';
 import { ClosedError, ConfigError } from '../errors.ts';
 import type { SignTask } from './sign-worker.ts';
 import { assertSignable, signatureHeader } from './signature.ts';
+import { workerExecArgv } from '../worker-exec-argv.ts';
 
 const KiB = 1024;
 const SECOND = 1000;
@@ -265,19 +266,6 @@ export class SigningPool {
       }
     }
   }
-}
-
-/**
- * The worker must load `sign-worker.ts` through tsx like the main thread.
- * Workers inherit `execArgv`, which carries tsx under `tsx script.ts` and
- * `node --import=tsx`; when tsx was registered another way (its API), add it.
- * `--input-type` only applies to the process's own entry (`-e`), and a worker
- * given it fails to load any file, so it is dropped.
- */
-function workerExecArgv(): string[] {
-  const inherited = process.execArgv.filter((arg) => !arg.startsWith('--input-type'));
-  if (inherited.some((arg) => arg.includes('tsx'))) return inherited;
-  return [...inherited, `--import=${import.meta.resolve('tsx')}`];
 }
 
 function stripUndefined(options: SigningPoolOptions): SigningPoolOptions {

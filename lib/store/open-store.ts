@@ -21,6 +21,8 @@ export async function openStore(
   options: {
     clock: Clock;
     pollIntervalMs: number;
+    /** SQLite: run the store on a thread of its own (`SqliteStoreThread`, system clock). */
+    thread?: boolean;
     /** TTL of attempts and dead letters in MongoDB (its TTL indexes); default 30 days. */
     retentionMs?: number;
     /** Told when the MongoDB change feed restarts (lost token, invalidate, non-resumable error). */
@@ -28,6 +30,10 @@ export async function openStore(
   },
 ): Promise<Store> {
   if (setting.startsWith('sqlite:')) {
+    if (options.thread === true) {
+      const { SqliteStoreThread } = await import('./sqlite/sqlite-store-thread.ts');
+      return new SqliteStoreThread({ path: setting.slice('sqlite:'.length), pollIntervalMs: options.pollIntervalMs });
+    }
     return new SqliteStore({ path: setting.slice('sqlite:'.length), clock: options.clock, pollIntervalMs: options.pollIntervalMs });
   }
   const mongo = {

@@ -216,9 +216,10 @@ export interface Store {
    * fanned out; all of them in one transaction, all or nothing. Deliveries named by `claim`
    * whose slot its owner holds (lease not expired) are inserted in flight at the slot's
    * epoch, as `claimDue` would leave them, and returned; the others are inserted pending.
+   * `now` is the time written (fanned out, claimed) and the one leases are checked against.
    * @throws NotFoundError when an event is not stored (nothing is written).
    */
-  recordFanOuts(fanOuts: readonly FanOut[], claim?: FanOutClaim): Promise<Delivery[]>;
+  recordFanOuts(fanOuts: readonly FanOut[], now: number, claim?: FanOutClaim): Promise<Delivery[]>;
   getEvent(id: string): Promise<OutboxEvent | undefined>;
 
   // Membership

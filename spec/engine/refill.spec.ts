@@ -8,8 +8,8 @@ function spyOnClaims(store: Store) {
   const recordFanOuts = store.recordFanOuts.bind(store);
   const claimDue = store.claimDue.bind(store);
   const claimForEndpoints = store.claimForEndpoints.bind(store);
-  store.recordFanOuts = async (fanOuts, claim) => {
-    const claimed = await recordFanOuts(fanOuts, claim);
+  store.recordFanOuts = async (fanOuts, now, claim) => {
+    const claimed = await recordFanOuts(fanOuts, now, claim);
     seen.atFanOut += claimed.length;
     return claimed;
   };

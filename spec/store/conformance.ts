@@ -3,8 +3,11 @@
  * adapter's spec calls {@link describeStoreConformance} with a function that
  * opens a fresh, empty store on a ManualClock; the suite calls `init()` itself.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
-import type { ManualClock } from '../../lib/clock.ts';
+import { ManualClock } from '../../lib/clock.ts';
 import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
 import type { HeraldError } from '../../lib/errors.ts';
 import { deliveryIdFor, slotOf } from '../../lib/ids.ts';
@@ -83,6 +86,30 @@ async function rejection(promise: Promise<unknown>): Promise<HeraldError> {
   throw new Error('expected the promise to reject');
 }
 
+/**
+ * The suite against a store on a file of its own in a fresh temp folder (removed afterwards).
+ * `startAt`: the clock's first reading (a store that reads the system clock needs the real time).
+ */
+export function describeFileStoreConformance(
+  name: string,
+  open: (path: string, clock: ManualClock) => Store & { close(): Promise<void> },
+  startAt = 0,
+): void {
+  describeStoreConformance(name, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'herald-store-'));
+    const clock = new ManualClock(startAt);
+    const store = open(join(dir, 'herald.db'), clock);
+    return {
+      store,
+      clock,
+      async close() {
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  });
+}
+
 export function describeStoreConformance(name: string, open: () => Promise<StoreHarness>): void {
   describe(`Store conformance: ${name}`, () => {
     let h: StoreHarness;
@@ -119,7 +146,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
       await store.appendEvents([event]);
       const deliveries = plan(event, endpointIds, options.dueAt ?? now);
-      await store.recordFanOuts([{ eventId: event.id, deliveries }]);
+      await store.recordFanOuts([{ eventId: event.id, deliveries }], clock.now());
       return { event, deliveryIds: deliveries.map((d) => d.id) };
     }
 
@@ -330,7 +357,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         it('marks an event with no subscribers fanned out too', async () => {
           const event = makeEvent('evt_lonely', 'acme', clock.now());
           await store.appendEvents([event]);
-          await store.recordFanOuts([{ eventId: event.id, deliveries: [] }]);
+          await store.recordFanOuts([{ eventId: event.id, deliveries: [] }], clock.now());
           expect(await store.unfannedEvents(10)).to.deep.equal([]);
         });
       });
@@ -344,7 +371,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
             { eventId: 'evt_a', deliveries: plan(events[0]!, ['ep_1'], clock.now()) },
             { eventId: 'evt_b', deliveries: [] },
             { eventId: 'evt_c', deliveries: plan(events[2]!, ['ep_1'], clock.now()) },
-          ]);
+          ], clock.now());
           expect(await store.unfannedEvents(10)).to.deep.equal([]);
           expect((await store.listDeliveries({ endpointId: 'ep_1' })).map((d) => d.eventId).sort()).to.deep.equal(['evt_a', 'evt_c']);
         });
@@ -357,7 +384,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
             store.recordFanOuts([
               { eventId: 'evt_here', deliveries: plan(stored, ['ep_1'], clock.now()) },
               { eventId: 'evt_gone', deliveries: [] },
-            ]),
+            ], clock.now()),
           );
           expect(error.code).to.equal(ErrorCode.NOT_FOUND);
           expect(error.message).to.include('evt_gone');
@@ -378,7 +405,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           const deliveries = plan(event, [mine, theirs, unasked], clock.now());
           const [toMine, toTheirs, toUnasked] = deliveries.map((d) => d.id);
           clock.advance(SECOND);
-          const claimed = await store.recordFanOuts([{ eventId: event.id, deliveries }], {
+          const claimed = await store.recordFanOuts([{ eventId: event.id, deliveries }], clock.now(), {
             owner: 'node-a',
             deliveryIds: new Set([toMine!, toTheirs!]),
           });
@@ -401,7 +428,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           const { event, deliveryIds } = await seed(['ep_1']);
           await lease();
           const before = await store.getDelivery(deliveryIds[0]!);
-          const claimed = await store.recordFanOuts([{ eventId: event.id, deliveries: plan(event, ['ep_1'], clock.now()) }], {
+          const claimed = await store.recordFanOuts([{ eventId: event.id, deliveries: plan(event, ['ep_1'], clock.now()) }], clock.now(), {
             owner: 'node-a',
             deliveryIds: new Set(deliveryIds),
           });
@@ -417,7 +444,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           const { event, deliveryIds } = await seed(['ep_1', 'ep_2']);
           const before = await store.getDelivery(deliveryIds[0]!);
           clock.advance(MINUTE);
-          await store.recordFanOuts([{ eventId: event.id, deliveries: plan(event, ['ep_1', 'ep_2'], clock.now()) }]);
+          await store.recordFanOuts([{ eventId: event.id, deliveries: plan(event, ['ep_1', 'ep_2'], clock.now()) }], clock.now());
           expect(await store.listDeliveries({ eventId: event.id })).to.have.length(2);
           expect(await store.getDelivery(deliveryIds[0]!)).to.deep.equal(before);
           expect((await store.countDeliveries()).pending).to.equal(2);

@@ -337,7 +337,7 @@ describe('MongoStore (replica set)', () => {
           await a.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
           const deliveryId = deliveryIdFor('evt_1', 'ep_1', clock.now());
           const slot = slotOf('ep_1', 8);
-          await a.recordFanOuts([{ eventId: 'evt_1', deliveries: [{ id: deliveryId, eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', slot, nextAttemptAt: clock.now(), createdAt: clock.now() }] }]);
+          await a.recordFanOuts([{ eventId: 'evt_1', deliveries: [{ id: deliveryId, eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', slot, nextAttemptAt: clock.now(), createdAt: clock.now() }] }], clock.now());
           await a.acquireLeases({ owner: 'a', slots: [slot], now: clock.now(), leaseMs: 1_000 });
           const [mine] = await a.claimDue({ owner: 'a', now: clock.now(), limit: 10, perEndpointLimit: 10, skipEndpointIds: [] });
           clock.advance(1_000);

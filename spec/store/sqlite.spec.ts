@@ -8,26 +8,18 @@ import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
 import { deliveryIdFor, slotOf } from '../../lib/ids.ts';
 import type { Endpoint, Outcome } from '../../lib/model.ts';
 import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
-import { describeStoreConformance } from './conformance.ts';
+import { describeFileStoreConformance } from './conformance.ts';
 
 /** A fresh folder per test under the system temp dir, removed afterwards. */
 function tempDir(): string {
   return mkdtempSync(join(tmpdir(), 'herald-sqlite-'));
 }
 
-describeStoreConformance('SqliteStore', async () => {
-  const dir = tempDir();
-  const clock = new ManualClock();
-  const store = new SqliteStore({ path: join(dir, 'herald.db'), clock });
-  return {
-    store,
-    clock,
-    async close() {
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-});
+describeFileStoreConformance('SqliteStore', (path, clock) => new SqliteStore({ path, clock }));
+
+// The same contract when writes are committed in groups (what the store thread runs): every call
+// below reaches the store alone or beside others, and each must behave as if it ran by itself.
+describeFileStoreConformance('SqliteStore (group commit)', (path, clock) => new SqliteStore({ path, clock, groupCommit: true }));
 
 describe('SqliteStore', () => {
   let dir: string;
@@ -89,6 +81,44 @@ describe('SqliteStore', () => {
       await store.close();
       const late = await store.getEndpoint('ep_1').catch((e: unknown) => e);
       expect(isHeraldError(late) && late.code).to.equal(ErrorCode.CLOSED);
+    });
+  });
+
+  context('when writes are committed in groups', () => {
+    it('undoes a call that fails alone: the calls beside it in the same transaction are written', async () => {
+      const store = new SqliteStore({ path: join(dir, 'grouped.db'), clock, groupCommit: true });
+      opened.push(store);
+      await store.init({ slotCount: 4 });
+      const event = (id: string) => ({ id, tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null });
+      await store.appendEvents([event('evt_a')]);
+      const delivery = { id: deliveryIdFor('evt_a', 'ep_1', clock.now()), eventId: 'evt_a', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', slot: slotOf('ep_1', 4), nextAttemptAt: clock.now(), createdAt: clock.now() };
+
+      // Made in one turn: one group. The fan-out names an event that does not exist after one that
+      // does, so it fails after writing; its writes must go, the event appended beside it must stay.
+      const [before, fanOut, after] = await Promise.allSettled([
+        store.appendEvents([event('evt_b')]),
+        store.recordFanOuts([{ eventId: 'evt_a', deliveries: [delivery] }, { eventId: 'evt_missing', deliveries: [] }], clock.now()),
+        store.appendEvents([event('evt_c')]),
+      ]);
+
+      expect(before.status).to.equal('fulfilled');
+      expect(after.status).to.equal('fulfilled');
+      expect(fanOut.status).to.equal('rejected');
+      expect(fanOut.status === 'rejected' && isHeraldError(fanOut.reason) && fanOut.reason.code).to.equal(ErrorCode.NOT_FOUND);
+      expect(await store.getDelivery(delivery.id)).to.equal(undefined);
+      expect((await store.unfannedEvents(10)).map((e) => e.id)).to.deep.equal(['evt_a', 'evt_b', 'evt_c']);
+    });
+
+    it('writes what it was given before close() resolves', async () => {
+      const path = join(dir, 'grouped.db');
+      const store = new SqliteStore({ path, clock, groupCommit: true });
+      await store.init({ slotCount: 4 });
+      const appended = store.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
+      await store.close();
+      await appended;
+      const raw = new Database(path);
+      opened.push(raw);
+      expect(raw.prepare('SELECT id FROM events').pluck().all()).to.deep.equal(['evt_1']);
     });
   });
 
@@ -190,7 +220,7 @@ describe('SqliteStore', () => {
           await store.recordFanOuts([{ eventId: id, deliveries: [{
             id: deliveryIdFor(id, endpointId, now), eventId: id, endpointId, tenantId: 'acme', eventType: 't',
             slot: slotOf(endpointId, 4), nextAttemptAt: dueAt, createdAt: now,
-          }] }]);
+          }] }], clock.now());
           return deliveryIdFor(id, endpointId, now);
         };
         const orphan = await seed('ep_orphan', now - 2 * 3_600_000);
@@ -240,7 +270,7 @@ describe('SqliteStore', () => {
         await store.recordFanOuts([{ eventId: 'evt_1', deliveries: [{
           id: deliveryId, eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't',
           slot: slotOf('ep_1', 4), nextAttemptAt: now, createdAt: now,
-        }] }]);
+        }] }], clock.now());
         const refused: Outcome = { kind: 'network', code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' };
         const die = async (deadLetterId: string) => {
           await store.acquireLeases({ owner: 'a', slots: [0, 1, 2, 3], now: clock.now(), leaseMs: 1_000 });

@@ -492,9 +492,8 @@ export class MongoStore implements Store {
     );
   }
 
-  async recordFanOuts(fanOuts: readonly FanOut[], claim?: FanOutClaim): Promise<Delivery[]> {
+  async recordFanOuts(fanOuts: readonly FanOut[], now: number, claim?: FanOutClaim): Promise<Delivery[]> {
     if (fanOuts.length === 0) return [];
-    const now = this.#clock.now();
     const eventIds = [...new Set(fanOuts.map((fanOut) => fanOut.eventId))];
     const all = fanOuts.flatMap((fanOut) => fanOut.deliveries);
     const toClaim = claim === undefined ? [] : all.filter((d) => claim.deliveryIds.has(d.id));

@@ -14,7 +14,9 @@
  * read transaction tries to upgrade. A method that finds the lock held by
  * another connection blocks for at most `blockingWaitMs`, then waits for it
  * on the clock (`LockWaiter`), so a producer holding the lock for seconds
- * never freezes the process; it fails after `busyTimeoutMs` in all.
+ * never freezes the process; it fails after `busyTimeoutMs` in all. With
+ * `groupCommit` (the store's own thread turns it on), the writes issued while
+ * one group waits share its transaction, each in a savepoint (`CommitGroup`).
  *
  * The work signal for other processes is `PRAGMA data_version`, which changes
  * on this connection whenever another connection commits; polling it costs a
@@ -54,6 +56,7 @@ import type {
   SlotLease,
   Store,
 } from '../port.ts';
+import { CommitGroup, type MemberOutcome } from './commit-group.ts';
 import { LockWaiter, LockWaitTimeout, type LockAccess } from './lock-waiter.ts';
 import { ensureSchema, eventFromRow, TERMINAL_STATUSES_SQL, type EventRow } from './schema.ts';
 
@@ -85,6 +88,13 @@ export interface SqliteStoreOptions {
    * @default 10
    */
   readonly lockRetryIntervalMs?: number;
+  /**
+   * Run the writes issued while a group waits in one transaction (`CommitGroup`). It pays where
+   * writes arrive while others run: on the store's own thread (`SqliteStoreThread` turns it on).
+   * Reads run at once as ever.
+   * @default false
+   */
+  readonly groupCommit?: boolean;
 }
 
 const DEFAULTS = Object.freeze({
@@ -92,6 +102,7 @@ const DEFAULTS = Object.freeze({
   busyTimeoutMs: 5_000,
   blockingWaitMs: 20,
   lockRetryIntervalMs: 10,
+  groupCommit: false,
 } satisfies Required<Omit<SqliteStoreOptions, 'path' | 'clock'>>);
 
 /** Listing limits: the port's default, and a cap so one request cannot read the whole table. */
@@ -419,6 +430,10 @@ export class SqliteStore implements Store {
   readonly #busyTimeoutMs: number;
   readonly #blockingWaitMs: number;
   readonly #lock: LockWaiter;
+  /** Present when writes are group-committed. */
+  readonly #group: CommitGroup | undefined;
+  /** The operation running now found the lock held at first and waited for it on the clock. */
+  #waitedForLock = false;
   /** The connection's busy timeout as last set: the blocking wait on first tries, 0 on retries. */
   #busyWaitMs = -1;
   #state: OpenState | undefined;
@@ -461,8 +476,11 @@ export class SqliteStore implements Store {
       clock: options.clock,
       waitLimitMs: busyTimeoutMs,
       retryIntervalMs: lockRetryIntervalMs,
-      isBusy: (error) => sqliteCode(error)?.startsWith('SQLITE_BUSY') === true,
+      isBusy,
     });
+    this.#group = (options.groupCommit ?? DEFAULTS.groupCommit)
+      ? new CommitGroup({ commit: (members, access) => this.#lock.run('group commit', (blocking) => this.#commitGroup(members, blocking), access) })
+      : undefined;
   }
 
   async init(options: { readonly slotCount: number }): Promise<{ readonly slotCount: number }> {
@@ -486,6 +504,8 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     if (this.#closed) return;
+    // What callers were already promised is written before the connection goes.
+    await this.#group?.settled();
     this.#closed = true;
     this.#lock.close();
     for (const watcher of this.#watchers) watcher.cancel();
@@ -607,9 +627,8 @@ export class SqliteStore implements Store {
     return this.#run('unfannedEvents', ({ s }) => s.unfannedEvents.all(Math.max(0, Math.floor(limit))).map(eventFromRow), 'read');
   }
 
-  async recordFanOuts(fanOuts: readonly FanOut[], claim?: FanOutClaim): Promise<Delivery[]> {
+  async recordFanOuts(fanOuts: readonly FanOut[], now: number, claim?: FanOutClaim): Promise<Delivery[]> {
     if (fanOuts.length === 0) return [];
-    const now = this.#clock.now();
     return this.#run('recordFanOuts', ({ db, s }) =>
       db.transaction(() => {
         const claimed: Delivery[] = [];
@@ -657,11 +676,13 @@ export class SqliteStore implements Store {
     const askedAt = this.#clock.now();
     return this.#run('acquireLeases', ({ db, s }) =>
       db.transaction(() => {
-        // Count the lease from the moment the write lock is ours: waiting for it under load must not
-        // shorten the lease we write (a lapse means a takeover and a duplicate send). The wait is
-        // measured on this store's clock and added to the caller's `now`, so the two clocks need not
-        // agree (the store may run on a thread of its own, on the system clock).
-        const at = now + Math.max(0, this.#clock.now() - askedAt);
+        // Count the lease from the moment the write lock is ours: waiting for it behind another
+        // connection must not shorten the lease we write (a lapse means a takeover and a duplicate
+        // send). The wait is measured on this store's clock and added to the caller's `now`, so the
+        // two clocks need not agree (the store may run on a thread of its own, on the system clock).
+        // A call that got the lock at its first try waited at most `blockingWaitMs` (and the calls
+        // before it in its commit group): milliseconds against a lease of seconds, not counted.
+        const at = this.#waitedForLock ? now + Math.max(0, this.#clock.now() - askedAt) : now;
         const until = at + leaseMs;
         for (const slot of slots) s.acquireLease.run({ slot, owner, until, now: at });
         return s.heldLeases.all({ owner, now: at, slots: JSON.stringify(slots) }).map(leaseFromRow);
@@ -1056,11 +1077,13 @@ export class SqliteStore implements Store {
   async #run<T>(operation: string, fn: (state: OpenState) => T, access: LockAccess = 'write'): Promise<T> {
     this.#ready();
     try {
+      if (this.#group !== undefined && access !== 'read') return await this.#group.add(() => fn(this.#ready()), access);
       return await this.#lock.run(
         operation,
         (blocking) => {
           const state = this.#ready();
           this.#setBusyWait(state.db, blocking ? this.#blockingWaitMs : 0);
+          this.#waitedForLock = !blocking;
           return fn(state);
         },
         access,
@@ -1072,6 +1095,28 @@ export class SqliteStore implements Store {
       }
       throw new StoreError(`sqlite: ${operation} failed: ${messageOf(error)}`, { cause: error });
     }
+  }
+
+  /**
+   * One group's transaction: each member in a savepoint, so one that throws is undone alone.
+   * Busy cannot happen after `BEGIN IMMEDIATE` has the lock; if it did, the whole group is undone
+   * and tried again by the lock waiter, like any operation found busy.
+   */
+  #commitGroup(members: ReadonlyArray<() => unknown>, blocking: boolean): MemberOutcome[] {
+    const { db } = this.#ready();
+    this.#setBusyWait(db, blocking ? this.#blockingWaitMs : 0);
+    this.#waitedForLock = !blocking;
+    const inSavepoint = db.transaction((run: () => unknown) => run());
+    return db.transaction(() =>
+      members.map((run): MemberOutcome => {
+        try {
+          return { ok: true, value: inSavepoint(run) };
+        } catch (error) {
+          if (isBusy(error)) throw error;
+          return { ok: false, error };
+        }
+      }),
+    ).immediate();
   }
 
   #setBusyWait(db: BetterSqlite3.Database, ms: number): void {
@@ -1195,6 +1240,11 @@ function compareText(a: string, b: string): number {
 
 function sqliteCode(error: unknown): string | undefined {
   return error instanceof Database.SqliteError ? error.code : undefined;
+}
+
+/** Locked by another connection, nothing done: safe to try again. */
+function isBusy(error: unknown): boolean {
+  return sqliteCode(error)?.startsWith('SQLITE_BUSY') === true;
 }
 
 function nonNegativeInteger(value: number, field: string): number {

@@ -7,6 +7,11 @@
  * its CPU per delivered event (all its threads) is reported beside the
  * producer's.
  *
+ * Herald runs as configured by default (the SQLite store on its own thread,
+ * group-committing), then once more with the store on the main thread
+ * (`engine.storeThread: false`), so what the thread buys is a ratio measured
+ * in the same run.
+ *
  * Baseline, in the same run: a raw undici Pool posting the same bodies to the
  * same sink paths with the same connection budget (Herald's
  * `connectionsPerOrigin`, all endpoints share the sink's origin) and the same
@@ -14,6 +19,7 @@
  * the baseline, so drift of a noisy machine hits both sides.
  */
 import { Pool } from 'undici';
+import type { ConfigOverrides } from '../../../lib/config/config.ts';
 import {
   openBenchHerald,
   payloadOf,
@@ -47,6 +53,10 @@ export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
     const herald = await heraldRun(sink.url, paths, events, timeoutMs);
     const taken = await sink.take();
 
+    progress('Herald with the store on the main thread (engine.storeThread: false)');
+    const mainThread = await heraldRun(sink.url, paths, events, timeoutMs, { engine: { storeThread: false } });
+    await sink.take();
+
     progress('baseline again');
     const after = await baseline(sink.url, paths, bodies, 16, 256);
     const baselinePerSec = (before + after) / 2;
@@ -60,10 +70,16 @@ export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
       baselineRuns: [round(before, 0), round(after, 0)],
       delivered: herald.delivered,
       heraldCpuMicrosPerEvent: round(herald.heraldCpuMicros / herald.delivered, 0),
+      mainThreadStore: {
+        eventsPerSec: round(mainThread.eventsPerSec, 0),
+        heraldCpuMicrosPerEvent: round(mainThread.heraldCpuMicros / mainThread.delivered, 0),
+        delivered: mainThread.delivered,
+      },
+      storeThreadSpeedup: round(herald.eventsPerSec / mainThread.eventsPerSec, 2),
       producerCpuMicrosPerEvent: round(herald.producerCpuMicros / herald.delivered, 0),
       sinkRequests: taken.count,
       seconds: round(herald.seconds, 2),
-      complete: herald.delivered === events,
+      complete: herald.delivered === events && mainThread.delivered === events,
       target: 'ratio >= 0.5',
       met: herald.eventsPerSec / baselinePerSec >= 0.5 && herald.delivered === events,
     };
@@ -95,8 +111,8 @@ export async function baseline(origin: string, paths: readonly string[], bodies:
   return bodies.length / seconds;
 }
 
-export async function heraldRun(origin: string, paths: readonly string[], events: number, timeoutMs: number) {
-  const bench = await openBenchHerald();
+export async function heraldRun(origin: string, paths: readonly string[], events: number, timeoutMs: number, overrides: ConfigOverrides = {}) {
+  const bench = await openBenchHerald(overrides);
   const { herald } = bench;
   try {
     const ids: string[] = [];

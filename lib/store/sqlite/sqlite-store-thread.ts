@@ -1,0 +1,234 @@
+/**
+ * The SQLite store on a thread of its own: the same `SqliteStore`, its
+ * connection and every statement in a worker thread, so SQL runs on one core
+ * while HTTP, signing and the engine run on the other (as a job queue gets for
+ * free from its database server). Each port call is one message each way;
+ * calls run on the thread in the order they are made. The thread commits
+ * writes in groups (`CommitGroup`): the engine does not wait for one call
+ * before making the next (settles, refills and fan-outs run side by side), so
+ * the calls that arrive while a transaction runs share the next one, and a page
+ * that several of them touch is written once.
+ *
+ *   created ──init()──► open (thread started) ──close()──► closed (thread ended)
+ *   open ──the thread dies──► failed: every call rejects with a StoreError saying why
+ *
+ * The thread runs on the system clock: use `SqliteStore` itself with an
+ * injected clock (tests). Errors keep their class and code across the thread.
+ * The thread keeps the process alive only while a call waits for it.
+ */
+import { Worker } from 'node:worker_threads';
+import { ClosedError, StoreError } from '../../errors.ts';
+import type { DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, Attempt } from '../../model.ts';
+import { workerExecArgv } from '../../worker-exec-argv.ts';
+import type {
+  ClaimRequest,
+  DeadLetterFilter,
+  DeliveryFilter,
+  EndpointClaimRequest,
+  EndpointPatch,
+  FanOut,
+  FanOutClaim,
+  LeaseRequest,
+  NodeRecord,
+  PurgeResult,
+  SettleResult,
+  Settlement,
+  SlotLease,
+  Store,
+} from '../port.ts';
+import type { SqliteStoreOptions } from './sqlite-store.ts';
+import { rebuildError, type StoreThreadMethod, type StoreThreadReply, type StoreThreadRequest } from './store-thread-messages.ts';
+
+const THREAD_FILE = new URL('./store-thread.ts', import.meta.url);
+
+/**
+ * The thread's entry, in JavaScript: on Node 20 the TypeScript loader registered in this thread
+ * (tsx) does not reach a worker's own imports, so the entry registers tsx there, then imports the
+ * thread's module.
+ */
+const THREAD_ENTRY = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))})
+  .then(({ register }) => { register(); return import(${JSON.stringify(THREAD_FILE.href)}); })
+  .catch((error) => { setImmediate(() => { throw error; }); });`;
+
+export type SqliteStoreThreadOptions = Omit<SqliteStoreOptions, 'clock' | 'groupCommit'>;
+
+export class SqliteStoreThread implements Store {
+  readonly #options: SqliteStoreThreadOptions;
+  #worker: Worker | undefined;
+  readonly #calls = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
+  #nextId = 1;
+  /** Why the thread stopped, once it has: every call after it fails with this. */
+  #failure: StoreError | undefined;
+  readonly #listeners = new Set<() => void>();
+  #closed = false;
+
+  constructor(options: SqliteStoreThreadOptions) {
+    this.#options = options;
+  }
+
+  async init(options: { readonly slotCount: number }): Promise<{ readonly slotCount: number }> {
+    if (this.#closed) throw new ClosedError('SqliteStoreThread');
+    if (this.#failure !== undefined) throw this.#failure;
+    this.#worker ??= this.#start();
+    return this.#call('init', [options]);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    const worker = this.#worker;
+    try {
+      if (worker !== undefined) await this.#call('close', []);
+    } finally {
+      this.#closed = true;
+      this.#listeners.clear();
+      await worker?.terminate();
+      this.#worker = undefined;
+    }
+  }
+
+  watch(listener: () => void): () => void {
+    if (this.#listeners.size === 0) this.#post({ type: 'watch' });
+    this.#listeners.add(listener);
+    return () => {
+      if (!this.#listeners.delete(listener) || this.#listeners.size > 0 || this.#closed) return;
+      this.#post({ type: 'unwatch' });
+    };
+  }
+
+  createEndpoint(endpoint: Endpoint): Promise<void> {
+    return this.#call('createEndpoint', [endpoint]);
+  }
+  getEndpoint(id: string): Promise<Endpoint | undefined> {
+    return this.#call('getEndpoint', [id]);
+  }
+  listEndpoints(filter?: { readonly tenantId?: string }): Promise<Endpoint[]> {
+    return this.#call('listEndpoints', [filter]);
+  }
+  updateEndpoint(id: string, patch: EndpointPatch, now: number): Promise<Endpoint | undefined> {
+    return this.#call('updateEndpoint', [id, patch, now]);
+  }
+  deleteEndpoint(id: string, now: number): Promise<boolean> {
+    return this.#call('deleteEndpoint', [id, now]);
+  }
+  resumeDeliveries(endpointId: string, now: number): Promise<number> {
+    return this.#call('resumeDeliveries', [endpointId, now]);
+  }
+  tenantExists(tenantId: string): Promise<boolean> {
+    return this.#call('tenantExists', [tenantId]);
+  }
+  appendEvents(events: readonly OutboxEvent[]): Promise<void> {
+    return this.#call('appendEvents', [events]);
+  }
+  unfannedEvents(limit: number): Promise<OutboxEvent[]> {
+    return this.#call('unfannedEvents', [limit]);
+  }
+  recordFanOuts(fanOuts: readonly FanOut[], now: number, claim?: FanOutClaim): Promise<Delivery[]> {
+    return this.#call('recordFanOuts', [fanOuts, now, claim]);
+  }
+  getEvent(id: string): Promise<OutboxEvent | undefined> {
+    return this.#call('getEvent', [id]);
+  }
+  heartbeat(node: { readonly id: string; readonly startedAt: number; readonly now: number }): Promise<void> {
+    return this.#call('heartbeat', [node]);
+  }
+  listNodes(seenSince: number): Promise<NodeRecord[]> {
+    return this.#call('listNodes', [seenSince]);
+  }
+  removeNode(id: string): Promise<void> {
+    return this.#call('removeNode', [id]);
+  }
+  acquireLeases(request: LeaseRequest): Promise<SlotLease[]> {
+    return this.#call('acquireLeases', [request]);
+  }
+  releaseLeases(owner: string, slots: readonly number[]): Promise<void> {
+    return this.#call('releaseLeases', [owner, slots]);
+  }
+  listLeases(): Promise<SlotLease[]> {
+    return this.#call('listLeases', []);
+  }
+  claimDue(request: ClaimRequest): Promise<DeliveryJob[]> {
+    return this.#call('claimDue', [request]);
+  }
+  claimForEndpoints(request: EndpointClaimRequest): Promise<DeliveryJob[]> {
+    return this.#call('claimForEndpoints', [request]);
+  }
+  settle(settlements: readonly Settlement[], now: number): Promise<SettleResult> {
+    return this.#call('settle', [settlements, now]);
+  }
+  getDelivery(id: string): Promise<Delivery | undefined> {
+    return this.#call('getDelivery', [id]);
+  }
+  listDeliveries(filter: DeliveryFilter): Promise<Delivery[]> {
+    return this.#call('listDeliveries', [filter]);
+  }
+  listAttempts(deliveryId: string): Promise<Attempt[]> {
+    return this.#call('listAttempts', [deliveryId]);
+  }
+  countDeliveries(): Promise<Readonly<Record<DeliveryStatus, number>>> {
+    return this.#call('countDeliveries', []);
+  }
+  nextDueAt(): Promise<number | undefined> {
+    return this.#call('nextDueAt', []);
+  }
+  getDeadLetter(id: string): Promise<DeadLetter | undefined> {
+    return this.#call('getDeadLetter', [id]);
+  }
+  listDeadLetters(filter: DeadLetterFilter): Promise<DeadLetter[]> {
+    return this.#call('listDeadLetters', [filter]);
+  }
+  replayDeadLetters(selection: { readonly ids: readonly string[] } | DeadLetterFilter, now: number): Promise<string[]> {
+    return this.#call('replayDeadLetters', [selection, now]);
+  }
+  purge(before: number): Promise<PurgeResult> {
+    return this.#call('purge', [before]);
+  }
+
+  #start(): Worker {
+    const worker = new Worker(THREAD_ENTRY, { eval: true, workerData: this.#options, execArgv: workerExecArgv() });
+    worker.unref();
+    worker.on('message', (reply: StoreThreadReply) => this.#receive(reply));
+    if (this.#listeners.size > 0) worker.postMessage({ type: 'watch' } satisfies StoreThreadRequest);
+    // The thread itself failed (it could not load, or crashed): every waiting call learns it.
+    const fail = (error: unknown): void => {
+      const failure = new StoreError(`sqlite: the store thread stopped: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      this.#failure ??= failure;
+      for (const call of this.#calls.values()) call.reject(failure);
+      this.#calls.clear();
+      this.#worker = undefined;
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => {
+      if (!this.#closed) fail(new Error(`exit code ${code}`));
+    });
+    return worker;
+  }
+
+  #call<T>(method: StoreThreadMethod, args: readonly unknown[]): Promise<T> {
+    if (this.#closed) return Promise.reject(new ClosedError('SqliteStoreThread'));
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    if (this.#worker === undefined) return Promise.reject(new StoreError('SqliteStoreThread: call init() before using the store'));
+    const id = this.#nextId++;
+    return new Promise<T>((resolve, reject) => {
+      if (this.#calls.size === 0) this.#worker?.ref();
+      this.#calls.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      this.#post({ type: 'call', id, method, args });
+    });
+  }
+
+  #post(request: StoreThreadRequest): void {
+    this.#worker?.postMessage(request);
+  }
+
+  #receive(reply: StoreThreadReply): void {
+    if (reply.type === 'changed') {
+      for (const listener of this.#listeners) listener();
+      return;
+    }
+    const call = this.#calls.get(reply.id);
+    if (call === undefined) return;
+    this.#calls.delete(reply.id);
+    if (this.#calls.size === 0) this.#worker?.unref();
+    if (reply.type === 'result') call.resolve(reply.value);
+    else call.reject(rebuildError(reply.error));
+  }
+}
