@@ -7,12 +7,14 @@
  * due is missed if a signal is; and, paced, when attempts finish. One pump at
  * a time; a request during a pump makes it go round once more.
  *
- *   signalled pump: fan out new events (claiming, as they are written, what
- *                   mailboxes have room for) ─► discover: claim due deliveries
- *                   (fair per endpoint, only for actors with room, within the
- *                   node's mailbox budget) ─► refill ─► evict idle actors
+ *   signalled pump: fan out new events, as many as the mailboxes have room
+ *                   for (claiming, as they are written, what their actors
+ *                   take) ─► discover: claim due deliveries (fair per
+ *                   endpoint, only for actors with room, within the node's
+ *                   mailbox budget) ─► refill ─► evict idle actors
  *   publish pump:   fan out ─► refill ─► evict (a publish in this process)
- *   paced pump:     refill ─► evict idle actors
+ *   paced pump:     refill ─► evict idle actors; and fan out, if the last
+ *                   fan-out stopped at the mailbox budget
  *   refill:         claim for the actors with room whose endpoints may have
  *                   more due (they got all they asked for, or were skipped
  *                   for being full) — only for them, so its cost follows the
@@ -93,6 +95,11 @@ export class Supervisor {
   #discover = false;
   /** A local publish asked for fan-out since the last one ran. */
   #fanOutWanted = false;
+  /**
+   * The last fan-out stopped at the mailbox budget with events left in the outbox: the next pump
+   * (a finished attempt's, say) fans out again.
+   */
+  #fanOutHeld = false;
   /** The last discovery stopped at the mailbox budget, at this time: there may be work it did not see. */
   #truncatedDiscoveryAt: number | undefined;
   /**
@@ -211,7 +218,7 @@ export class Supervisor {
       const now = this.#deps.clock.now();
       const discover =
         this.#discover || (this.#truncatedDiscoveryAt !== undefined && now - this.#truncatedDiscoveryAt >= DISCOVERY_RETRY_MS);
-      const fanOut = discover || this.#fanOutWanted;
+      const fanOut = discover || this.#fanOutWanted || this.#fanOutHeld;
       this.#discover = false;
       this.#fanOutWanted = false;
       try {
@@ -226,10 +233,24 @@ export class Supervisor {
     } while (this.#again && !this.#closed);
   }
 
+  /**
+   * Fans out as many events as the mailboxes have room for (deliveries written pending count
+   * against the room too), leaving the rest in the outbox for the next pump: a delivery is then
+   * written in flight and handed to its actor at once, where fanning out a backlog ahead of the
+   * mailboxes would write each one pending and claim it later (two writes instead of one).
+   */
   async #fanOut(): Promise<void> {
     const { store, clock } = this.#deps;
+    let writtenPending = 0;
+    this.#fanOutHeld = false;
     for (;;) {
-      const events = await store.unfannedEvents(FANOUT_BATCH);
+      const room = this.#room() - writtenPending;
+      if (room <= 0) {
+        this.#fanOutHeld = true;
+        return;
+      }
+      const wanted = Math.min(FANOUT_BATCH, room);
+      const events = await store.unfannedEvents(wanted);
       if (events.length === 0) return;
       const endpointsByTenant = new Map<string, Endpoint[]>();
       const fanOuts: FanOut[] = [];
@@ -247,6 +268,8 @@ export class Supervisor {
       const deliveryIds = this.#claimOnFanOut(fanOuts, enabled, now);
       // One transaction for the batch: a commit per event cost more than the deliveries it wrote.
       const claimed = await store.recordFanOuts(fanOuts, now, { owner: this.#deps.owner, deliveryIds });
+      for (const { deliveries } of fanOuts) writtenPending += deliveries.length;
+      writtenPending -= claimed.length;
       if (claimed.length > 0) {
         const byId = new Map(events.map((event) => [event.id, event]));
         for (const delivery of claimed) {
@@ -254,7 +277,7 @@ export class Supervisor {
           if (event !== undefined) await this.#dispatch({ delivery, event });
         }
       }
-      if (events.length < FANOUT_BATCH || this.#closed) return;
+      if (events.length < wanted || this.#closed) return;
     }
   }
 

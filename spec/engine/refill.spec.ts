@@ -60,6 +60,36 @@ describe('Claiming: at fan-out, by refill, by discovery (engine)', () => {
     });
   });
 
+  context('when the outbox holds more than the mailboxes have room for', () => {
+    it('fans out only what they take, each delivery written in flight, and the rest as room frees', async () => {
+      // maxInFlight 2: a mailbox budget of 8; four endpoints of concurrency 1 hold 2 each.
+      t = await startHerald({ delivery: { maxInFlight: 2 } }, { start: false });
+      let answering = false;
+      server = await startServer(() => (answering ? { status: 200 } : 'hold'));
+      const claims = spyOnClaims(t.herald.store);
+      const ids: string[] = [];
+      for (let i = 0; i < 4; i++) ids.push((await t.herald.createEndpoint({ tenantId: 'acme', url: `${server.url}/${i}`, concurrency: 1 })).endpoint.id);
+      await t.herald.publish(Array.from({ length: 40 }, (_, n) => ({ tenantId: 'acme', type: 'a.b', endpointId: ids[n % 4]!, payload: { n } })));
+      await t.herald.start();
+
+      await server.requests(2);
+      await t.herald.idle();
+      // The mailboxes are full: 8 deliveries exist, every one claimed as it was written; the other
+      // 32 events wait in the outbox instead of becoming pending rows to claim later.
+      expect(await t.herald.store.countDeliveries()).to.include({ in_flight: 8, pending: 0 });
+      expect(await t.herald.store.unfannedEvents(100)).to.have.length(32);
+      expect(claims.atFanOut).to.equal(8);
+
+      answering = true;
+      for (const held of server.held.splice(0)) held.respond(200);
+      await attemptsSeen(t, 40);
+      expect(t.attempts.every((a) => a.settlement.kind === 'delivered')).to.equal(true);
+      expect(await t.herald.store.unfannedEvents(100)).to.have.length(0);
+      const bodies = (await server.requests(40)).map((r) => (JSON.parse(r.body) as { n: number }).n);
+      expect([...bodies].sort((a, b) => a - b)).to.deep.equal(Array.from({ length: 40 }, (_, n) => n));
+    });
+  });
+
   context('when an endpoint with room gets new work', () => {
     it('claims it as it is fanned out: no claim query', async () => {
       t = await startHerald();
