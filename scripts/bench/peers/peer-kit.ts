@@ -97,10 +97,10 @@ interface ProcStat {
   readonly childTicks: number;
 }
 
-function readStat(pid: number): ProcStat | undefined {
+function readStat(pid: number, file = `/proc/${pid}/stat`): ProcStat | undefined {
   let text: string;
   try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    text = readFileSync(file, 'utf8');
   } catch {
     return undefined;
   }
@@ -112,6 +112,11 @@ function readStat(pid: number): ProcStat | undefined {
 /** CPU ticks of one process (all threads). */
 export function processTicks(pid: number): number {
   return readStat(pid)?.ownTicks ?? 0;
+}
+
+/** CPU ticks of a process's main thread alone (its thread id is the process id). */
+export function mainThreadTicks(pid: number): number {
+  return readStat(pid, `/proc/${pid}/task/${pid}/stat`)?.ownTicks ?? 0;
 }
 
 /**

@@ -20,6 +20,7 @@
  */
 import { Pool } from 'undici';
 import type { ConfigOverrides } from '../../../lib/config/config.ts';
+import { clockTicksPerSecond, mainThreadTicks } from '../peers/peer-kit.ts';
 import {
   openBenchHerald,
   payloadOf,
@@ -70,6 +71,7 @@ export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
       baselineRuns: [round(before, 0), round(after, 0)],
       delivered: herald.delivered,
       heraldCpuMicrosPerEvent: round(herald.heraldCpuMicros / herald.delivered, 0),
+      mainThreadCpuMicrosPerEvent: round(herald.mainThreadCpuMicros / herald.delivered, 0),
       mainThreadStore: {
         eventsPerSec: round(mainThread.eventsPerSec, 0),
         heraldCpuMicrosPerEvent: round(mainThread.heraldCpuMicros / mainThread.delivered, 0),
@@ -123,16 +125,20 @@ export async function heraldRun(origin: string, paths: readonly string[], events
     let delivered = 0;
     let lastSettle = 0;
     let cpuAtEnd: NodeJS.CpuUsage | undefined;
+    let mainTicksAtEnd: number | undefined;
     herald.events.on('attempt', (e) => {
       if (e.applied && e.settlement.kind === 'delivered' && ++delivered === events) {
         lastSettle = performance.now();
         cpuAtEnd = process.cpuUsage(cpuAtStart);
+        mainTicksAtEnd = mainThreadTicks(process.pid);
       }
     });
     await herald.start();
     const producer = await startProducerProcess({ dbPath: bench.dbPath, endpointIds: ids, events, bodyBytes: BODY_BYTES, batch: PUBLISH_BATCH });
     // process.cpuUsage covers every thread of this process: the engine, the signing pool, the HTTP client.
     const cpuAtStart = process.cpuUsage();
+    // The thread that runs the engine and speaks HTTP, alone (the store and signing threads excluded).
+    const mainTicksAtStart = mainThreadTicks(process.pid);
     const started = performance.now();
     try {
       const producerCpuMicros = await producer.publish();
@@ -146,8 +152,9 @@ export async function heraldRun(origin: string, paths: readonly string[], events
       }, timeoutMs, 100);
       const end = lastSettle > 0 ? lastSettle : performance.now();
       const cpu = cpuAtEnd ?? process.cpuUsage(cpuAtStart);
+      const mainThreadCpuMicros = (((mainTicksAtEnd ?? mainThreadTicks(process.pid)) - mainTicksAtStart) * 1e6) / clockTicksPerSecond();
       const seconds = (end - started) / 1000;
-      return { eventsPerSec: delivered / seconds, seconds, delivered, heraldCpuMicros: cpu.user + cpu.system, producerCpuMicros };
+      return { eventsPerSec: delivered / seconds, seconds, delivered, heraldCpuMicros: cpu.user + cpu.system, mainThreadCpuMicros, producerCpuMicros };
     } finally {
       await producer.close();
     }
