@@ -7,6 +7,7 @@ import { Herald } from '../../lib/herald.ts';
 import { slotOf } from '../../lib/ids.ts';
 import { LOOPBACK, startServer, type TestServer } from '../support/harness.ts';
 import { startNodeProcess, type NodeProcess } from '../support/node-process.ts';
+import { pauseOutsideAWrite } from '../support/pause-outside-write.ts';
 
 const SLOTS = 256;
 
@@ -143,7 +144,7 @@ describe('Cluster (real processes on one SQLite file)', function () {
       const fromA = (path: string): boolean => a.slots.includes(slotOfPath.get(path) ?? -1);
       for (let seen = 1; !sink.received.some((r) => fromA(r.path)); seen++) await sink.requests(seen);
 
-      a.child.kill('SIGSTOP');
+      await pauseOutsideAWrite((signal) => a.child.kill(signal), join(dir, 'herald.db'));
       await b.until(() => b.slots.length === SLOTS); // a's lease expired and b took every slot
       holding = false;
       for (const held of sink.held.splice(0)) held.respond(200); // b's settle; a's answers wait in its socket buffers

@@ -10,6 +10,7 @@ import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
 import { LOOPBACK } from '../support/harness.ts';
 import { banner, get, runHerald, type HeraldProcess } from '../support/herald-cli.ts';
 import { startNodeProcess, type NodeProcess } from '../support/node-process.ts';
+import { pauseOutsideAWrite } from '../support/pause-outside-write.ts';
 
 const SLOTS = 256;
 /** Far longer than any test here runs: a slot changes hands in time only if a restart reaps its dead predecessor. */
@@ -107,7 +108,7 @@ describe('Restarting a node on the same data (real processes)', function () {
       const killedId = ownerOf(killed.slots[0]);
       const killedSlots = before.filter((lease) => lease.owner === killedId).map((lease) => lease.slot);
 
-      paused.child.kill('SIGSTOP');
+      await pauseOutsideAWrite((signal) => paused.child.kill(signal), join(dir, 'herald.db'));
       await killed.stop('SIGKILL');
       const third = await startNodeProcess(overrides);
       nodes.push(third);
