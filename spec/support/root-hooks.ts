@@ -1,14 +1,19 @@
 /**
  * Root hooks for every spec: a test that leaves an HTTP server listening fails,
- * so each test that starts a server must also stop it.
+ * so each test that starts a server must also stop it. After the last spec, the
+ * shared PostgreSQL test server (if a spec started one) is stopped.
  */
 import type { Context } from 'mocha';
+import { stopTestServer } from './postgres-server.ts';
 
 function listeningServers(): number {
   return process.getActiveResourcesInfo().filter((kind) => kind === 'TCPServerWrap').length;
 }
 
 export const mochaHooks = {
+  async afterAll(): Promise<void> {
+    await stopTestServer();
+  },
   afterEach(this: Context): void {
     const open = listeningServers();
     if (open > 0) {

@@ -1,0 +1,223 @@
+/**
+ * The PostgreSQL schema, created and migrated at start. Everything lives in
+ * one schema of its own (`herald` by default), so Herald's tables sit beside
+ * an application's without touching them, and a producer's transaction can
+ * write into the outbox on the application's own connection.
+ *
+ * Migrations are numbered and applied in order, each in the same transaction
+ * as the record of the version it brings; the whole run holds a transaction-
+ * scoped advisory lock named after the schema, so processes starting together
+ * migrate once and the others find it done. A database whose recorded version
+ * is newer than this Herald knows is refused (an older Herald must not write
+ * into a layout it does not know).
+ *
+ * Times are epoch milliseconds (`bigint`); payloads are the JSON text as
+ * published (`text`: byte for byte, which `jsonb` would not keep); structured
+ * values Herald reads whole (filters, secrets, outcomes) are `jsonb`.
+ */
+import type { Pool, PoolClient } from 'pg';
+import { StoreError, ValidationError } from '../../errors.ts';
+
+export const DEFAULT_POSTGRES_SCHEMA = 'herald';
+
+/** A schema name Herald accepts: an unquoted PostgreSQL identifier, lower case. */
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** @throws ValidationError naming `field` when `name` is not a plain lower-case identifier. */
+export function validSchemaName(name: unknown, field = 'schema'): string {
+  if (typeof name !== 'string' || !SCHEMA_NAME.test(name)) {
+    throw new ValidationError(
+      field,
+      `must be a lower-case identifier of letters, digits and _ (not starting with a digit), at most 63 characters (got ${JSON.stringify(name)})`,
+    );
+  }
+  return name;
+}
+
+interface Migration {
+  readonly version: number;
+  readonly what: string;
+  sql(schema: string): string;
+}
+
+const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    what: 'the outbox, endpoints, deliveries, attempts, dead letters, leases and nodes',
+    sql: (s) => `
+CREATE TABLE ${s}.endpoints (
+  id              text PRIMARY KEY,
+  tenant_id       text NOT NULL,
+  url             text NOT NULL,
+  description     text NOT NULL,
+  event_types     jsonb NOT NULL,
+  retry           jsonb NOT NULL,
+  timeout_ms      integer NOT NULL,
+  mode            text NOT NULL,
+  concurrency     integer NOT NULL,
+  status          text NOT NULL,
+  disabled_reason text,
+  failing_since   bigint,
+  secrets         jsonb NOT NULL,
+  created_at      bigint NOT NULL,
+  updated_at      bigint NOT NULL
+);
+CREATE INDEX endpoints_tenant ON ${s}.endpoints (tenant_id);
+
+-- The outbox. seq keeps commit-independent insertion order among events created in the same millisecond.
+CREATE TABLE ${s}.events (
+  seq           bigserial NOT NULL,
+  id            text PRIMARY KEY,
+  tenant_id     text NOT NULL,
+  type          text NOT NULL,
+  payload       text NOT NULL,
+  created_at    bigint NOT NULL,
+  endpoint_id   text,
+  fanned_out_at bigint
+);
+-- Partial: the fan-out reads only the events still waiting, never the whole history.
+CREATE INDEX events_unfanned ON ${s}.events (created_at, seq) WHERE fanned_out_at IS NULL;
+CREATE INDEX events_created ON ${s}.events (created_at);
+
+CREATE TABLE ${s}.deliveries (
+  id              text PRIMARY KEY,
+  event_id        text NOT NULL,
+  endpoint_id     text NOT NULL,
+  tenant_id       text NOT NULL,
+  event_type      text NOT NULL,
+  slot            integer NOT NULL,
+  status          text NOT NULL,
+  attempts        integer NOT NULL,
+  round           integer NOT NULL,
+  next_attempt_at bigint NOT NULL,
+  lease_epoch     bigint NOT NULL,
+  last_error      text,
+  created_at      bigint NOT NULL,
+  updated_at      bigint NOT NULL,
+  delivered_at    bigint
+);
+-- Partial: only live rows are in the claim indexes, so they stay as small as the work waiting.
+CREATE INDEX deliveries_pending_due ON ${s}.deliveries (next_attempt_at, endpoint_id) WHERE status = 'pending';
+CREATE INDEX deliveries_pending_claim ON ${s}.deliveries (slot, endpoint_id, next_attempt_at) WHERE status = 'pending';
+CREATE INDEX deliveries_in_flight ON ${s}.deliveries (slot, lease_epoch) WHERE status = 'in_flight';
+-- The delivery log per endpoint, and cancelling an endpoint's deliveries.
+CREATE INDEX deliveries_endpoint ON ${s}.deliveries (endpoint_id, created_at);
+CREATE INDEX deliveries_event ON ${s}.deliveries (event_id);
+CREATE INDEX deliveries_created ON ${s}.deliveries (created_at);
+
+CREATE TABLE ${s}.attempts (
+  id          bigserial PRIMARY KEY,
+  delivery_id text NOT NULL,
+  number      integer NOT NULL,
+  round       integer NOT NULL,
+  started_at  bigint NOT NULL,
+  duration_ms integer NOT NULL,
+  outcome     jsonb NOT NULL,
+  error       text
+);
+CREATE INDEX attempts_delivery ON ${s}.attempts (delivery_id, id);
+CREATE INDEX attempts_started ON ${s}.attempts (started_at);
+
+-- round: the delivery's round that died, so a dead letter lists that round's attempts.
+CREATE TABLE ${s}.dead_letters (
+  id           text PRIMARY KEY,
+  delivery_id  text NOT NULL,
+  event_id     text NOT NULL,
+  endpoint_id  text NOT NULL,
+  tenant_id    text NOT NULL,
+  event_type   text NOT NULL,
+  payload      text NOT NULL,
+  reason       text NOT NULL,
+  last_outcome jsonb NOT NULL,
+  round        integer NOT NULL,
+  created_at   bigint NOT NULL,
+  replayed_at  bigint
+);
+CREATE INDEX dead_letters_created ON ${s}.dead_letters (created_at);
+CREATE INDEX dead_letters_endpoint ON ${s}.dead_letters (endpoint_id, created_at);
+CREATE INDEX dead_letters_event ON ${s}.dead_letters (event_id);
+
+-- One row per live process; seen_at is its last heartbeat.
+CREATE TABLE ${s}.nodes (
+  id         text PRIMARY KEY,
+  started_at bigint NOT NULL,
+  seen_at    bigint NOT NULL
+);
+
+-- owner is NULL once released: anyone takes the slot at once, with the next epoch.
+CREATE TABLE ${s}.leases (
+  slot  integer PRIMARY KEY,
+  owner text,
+  until bigint NOT NULL,
+  epoch bigint NOT NULL
+);
+`,
+  },
+];
+
+/** The version this Herald's code brings a database to. */
+export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
+
+export interface MigrationResult {
+  /** The version found before (0: the schema was empty or missing). */
+  readonly from: number;
+  readonly to: number;
+  /** The migrations applied by this call (none when another process got there first). */
+  readonly applied: readonly number[];
+}
+
+/**
+ * Creates the schema if it is missing and applies the migrations it lacks,
+ * all in one transaction under an advisory lock named after the schema.
+ * Idempotent; safe to call from several processes at once.
+ *
+ * @throws ValidationError when `schema` is not a plain identifier.
+ * @throws StoreError when the database holds a newer version than this code knows,
+ *   or the server refuses (no right to create the schema, say), with the server's reason.
+ */
+export async function migratePostgresSchema(pool: Pool, schema: string = DEFAULT_POSTGRES_SCHEMA): Promise<MigrationResult> {
+  const s = validSchemaName(schema);
+  let client: PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    throw new StoreError(`postgres: cannot connect to migrate schema '${s}': ${messageOf(error)}`, { cause: error });
+  }
+  try {
+    await client.query('BEGIN');
+    // Serialises processes starting together; released with the transaction.
+    await client.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`herald:schema:${s}`]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+    await client.query(`CREATE TABLE IF NOT EXISTS ${s}.meta (key text PRIMARY KEY, value text NOT NULL)`);
+    const found = await client.query<{ value: string }>(`SELECT value FROM ${s}.meta WHERE key = 'schema_version'`);
+    const from = found.rows.length === 0 ? 0 : Number(found.rows[0]!.value);
+    if (from > POSTGRES_SCHEMA_VERSION) {
+      throw new StoreError(
+        `postgres: schema '${s}' is at version ${from}, newer than this Herald knows (${POSTGRES_SCHEMA_VERSION}): run a Herald at least as new as the one that migrated it`,
+      );
+    }
+    const applied: number[] = [];
+    for (const migration of MIGRATIONS) {
+      if (migration.version <= from) continue;
+      await client.query(migration.sql(s));
+      applied.push(migration.version);
+    }
+    await client.query(
+      `INSERT INTO ${s}.meta (key, value) VALUES ('schema_version', $1)
+       ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+      [String(POSTGRES_SCHEMA_VERSION)],
+    );
+    await client.query('COMMIT');
+    return { from, to: POSTGRES_SCHEMA_VERSION, applied };
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    if (error instanceof StoreError) throw error;
+    throw new StoreError(`postgres: cannot migrate schema '${s}': ${messageOf(error)}`, { cause: error });
+  } finally {
+    client.release();
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

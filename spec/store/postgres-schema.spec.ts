@@ -1,0 +1,112 @@
+import { expect } from 'chai';
+import pg from 'pg';
+import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
+import { migratePostgresSchema, POSTGRES_SCHEMA_VERSION } from '../../lib/store/postgres/schema.ts';
+import { createTestDatabase } from '../support/postgres-server.ts';
+
+const TABLES = ['attempts', 'dead_letters', 'deliveries', 'endpoints', 'events', 'leases', 'meta', 'nodes'];
+
+describe('PostgreSQL schema (a real server)', function () {
+  // The first test of a run starts the server (initdb and start: a few seconds).
+  this.timeout(60_000);
+  const pools: pg.Pool[] = [];
+
+  async function freshPool(): Promise<pg.Pool> {
+    const pool = new pg.Pool({ connectionString: await createTestDatabase(), max: 4 });
+    pools.push(pool);
+    return pool;
+  }
+
+  afterEach(async () => {
+    for (const pool of pools.splice(0)) await pool.end();
+  });
+
+  async function tablesIn(pool: pg.Pool, schema: string): Promise<string[]> {
+    const { rows } = await pool.query<{ table_name: string }>(
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name`,
+      [schema],
+    );
+    return rows.map((row) => row.table_name);
+  }
+
+  async function recordedVersion(pool: pg.Pool, schema: string): Promise<string | undefined> {
+    const { rows } = await pool.query<{ value: string }>(`SELECT value FROM ${schema}.meta WHERE key = 'schema_version'`);
+    return rows[0]?.value;
+  }
+
+  context('on an empty database', () => {
+    it('creates the schema herald with every table and records the version', async () => {
+      const pool = await freshPool();
+      const result = await migratePostgresSchema(pool);
+      expect(result).to.deep.equal({ from: 0, to: POSTGRES_SCHEMA_VERSION, applied: [1] });
+      expect(await tablesIn(pool, 'herald')).to.deep.equal(TABLES);
+      expect(await recordedVersion(pool, 'herald')).to.equal(String(POSTGRES_SCHEMA_VERSION));
+      // Nothing outside its own schema.
+      expect(await tablesIn(pool, 'public')).to.deep.equal([]);
+    });
+
+    it('uses the schema it is given, leaving the default one alone', async () => {
+      const pool = await freshPool();
+      await migratePostgresSchema(pool, 'webhooks_outbox');
+      expect(await tablesIn(pool, 'webhooks_outbox')).to.deep.equal(TABLES);
+      expect(await tablesIn(pool, 'herald')).to.deep.equal([]);
+    });
+  });
+
+  context('when the schema is already at this version', () => {
+    it('applies nothing and keeps the rows', async () => {
+      const pool = await freshPool();
+      await migratePostgresSchema(pool);
+      await pool.query(`INSERT INTO herald.nodes (id, started_at, seen_at) VALUES ('node_1', 1, 2)`);
+      expect(await migratePostgresSchema(pool)).to.deep.equal({ from: POSTGRES_SCHEMA_VERSION, to: POSTGRES_SCHEMA_VERSION, applied: [] });
+      expect((await pool.query('SELECT id FROM herald.nodes')).rows).to.deep.equal([{ id: 'node_1' }]);
+    });
+  });
+
+  context('when several processes start at once', () => {
+    it('migrates once; the others wait for it and find it done', async () => {
+      const first = await freshPool();
+      const connectionString = first.options.connectionString!;
+      const others = Array.from({ length: 3 }, () => new pg.Pool({ connectionString, max: 2 }));
+      pools.push(...others);
+      const results = await Promise.all([first, ...others].map((pool) => migratePostgresSchema(pool)));
+      expect(results.map((r) => r.applied.length).sort()).to.deep.equal([0, 0, 0, 1]);
+      expect(await tablesIn(first, 'herald')).to.deep.equal(TABLES);
+    });
+  });
+
+  context('when the database was migrated by a newer Herald', () => {
+    it('refuses with HERALD_STORE naming both versions, and changes nothing', async () => {
+      const pool = await freshPool();
+      await migratePostgresSchema(pool);
+      await pool.query(`UPDATE herald.meta SET value = $1 WHERE key = 'schema_version'`, [String(POSTGRES_SCHEMA_VERSION + 1)]);
+      const error = await migratePostgresSchema(pool).catch((e: unknown) => e);
+      expect(isHeraldError(error) && error.code).to.equal(ErrorCode.STORE);
+      expect((error as Error).message).to.include(`version ${POSTGRES_SCHEMA_VERSION + 1}`).and.include(`(${POSTGRES_SCHEMA_VERSION})`);
+      expect(await recordedVersion(pool, 'herald')).to.equal(String(POSTGRES_SCHEMA_VERSION + 1));
+    });
+  });
+
+  context('when the schema name is not a plain identifier', () => {
+    it('refuses it naming the field and the rule, before touching the database', async () => {
+      const pool = await freshPool();
+      for (const bad of ['', 'Herald', '1st', 'herald; DROP SCHEMA public', 'a'.repeat(64), 'her-ald']) {
+        const error = await migratePostgresSchema(pool, bad).catch((e: unknown) => e);
+        expect(isHeraldError(error) && error.code, bad).to.equal(ErrorCode.INVALID_INPUT);
+        expect((error as Error).message).to.match(/^schema: must be a lower-case identifier/);
+      }
+      const { rows } = await pool.query(`SELECT schema_name FROM information_schema.schemata WHERE schema_name NOT LIKE 'pg_%' AND schema_name <> 'information_schema' ORDER BY 1`);
+      expect(rows).to.deep.equal([{ schema_name: 'public' }]);
+    });
+  });
+
+  context('when the server refuses', () => {
+    it('says so with HERALD_STORE and the server\'s reason', async () => {
+      const pool = new pg.Pool({ connectionString: (await createTestDatabase()).replace(/\/[^/]+$/, '/no_such_database'), max: 1 });
+      pools.push(pool);
+      const error = await migratePostgresSchema(pool).catch((e: unknown) => e);
+      expect(isHeraldError(error) && error.code).to.equal(ErrorCode.STORE);
+      expect((error as Error).message).to.include('no_such_database');
+    });
+  });
+});

