@@ -7,8 +7,8 @@ import { createTestDatabase } from '../support/postgres-server.ts';
 const TABLES = ['attempts', 'dead_letters', 'deliveries', 'endpoints', 'events', 'leases', 'meta', 'nodes'];
 
 describe('PostgreSQL schema (a real server)', function () {
-  // The first test of a run starts the server (initdb and start: a few seconds).
-  this.timeout(60_000);
+  // The first test of a run starts the server (initdb and start: a few seconds; bounded at 60 s).
+  this.timeout(90_000);
   const pools: pg.Pool[] = [];
 
   async function freshPool(): Promise<pg.Pool> {

