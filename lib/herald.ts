@@ -37,6 +37,9 @@ import { openStore } from './store/open-store.ts';
 import type { DeadLetterFilter, DeliveryFilter, SlotLease, Store } from './store/port.ts';
 import { StoreHealth, type StoreAvailability } from './store/store-health.ts';
 
+/** The status counts the outbox's waiting events up to this many (a count walks an index entry per event). */
+export const OUTBOX_COUNT_CAP = 100_000;
+
 /** An endpoint as the API shows it: never its secrets. */
 export type EndpointView = Omit<Endpoint, 'secrets'> & {
   readonly secretCount: number;
@@ -52,6 +55,12 @@ export interface StatusSnapshot {
   readonly inFlight: number;
   /** Deliveries by status, all nodes together (empty when the store did not answer). */
   readonly deliveries: Readonly<Record<string, number>>;
+  /**
+   * Events in the outbox not yet fanned out into deliveries, all nodes together, counted up to
+   * `OUTBOX_COUNT_CAP` (0 when the store did not answer). While the mailboxes are full, new events
+   * wait here rather than as pending deliveries.
+   */
+  readonly unfannedEvents: number;
   readonly fencedWrites: number;
   /**
    * `reachable`: the store answered the status query (how fast, by the clock). `available`: it also
@@ -469,9 +478,10 @@ export class Herald {
   async status(): Promise<StatusSnapshot> {
     const askedAt = this.#clock.now();
     let deliveries: Readonly<Record<string, number>> = {};
+    let unfannedEvents = 0;
     let storeError: string | null = null;
     try {
-      deliveries = await this.#store.countDeliveries();
+      [deliveries, unfannedEvents] = await Promise.all([this.#store.countDeliveries(), this.#store.countUnfannedEvents(OUTBOX_COUNT_CAP)]);
     } catch (error) {
       storeError = (error as Error)?.message ?? String(error);
     }
@@ -489,6 +499,7 @@ export class Herald {
       slotCount: this.#slotCount,
       inFlight: this.#limiter.inFlight,
       deliveries,
+      unfannedEvents,
       fencedWrites: this.#fencedWrites,
       store,
       cluster: {

@@ -25,6 +25,7 @@ export const MetricName = {
   IN_FLIGHT: 'herald_in_flight_requests',
   SLOTS_OWNED: 'herald_slots_owned',
   DELIVERIES_BY_STATUS: 'herald_deliveries_by_status',
+  OUTBOX_UNFANNED: 'herald_outbox_unfanned_events',
   STORE_UP: 'herald_store_up',
   CHANGE_FEED_RESTARTS: 'herald_change_feed_restarts_total',
   FENCED_WRITES: 'herald_fenced_writes_total',
@@ -109,6 +110,11 @@ export const METRIC_DOCS: Readonly<Record<MetricName, MetricDoc>> = {
     type: 'gauge',
     labels: ['status'],
     help: 'Deliveries in the store by status, all nodes together (pending is the backlog).',
+  },
+  [MetricName.OUTBOX_UNFANNED]: {
+    type: 'gauge',
+    labels: [],
+    help: 'Events in the outbox not yet fanned out into deliveries, all nodes together, counted up to 100 000 (they wait there while the mailboxes are full).',
   },
   [MetricName.STORE_UP]: { type: 'gauge', labels: [], help: '1 when the store answered the last scrape and takes writes (no call stuck on a lock, no recent store failure), else 0.' },
   [MetricName.CHANGE_FEED_RESTARTS]: {

@@ -108,6 +108,7 @@ export class HeraldMetrics {
     this.#gaugeFromStatus(MetricName.DELIVERIES_BY_STATUS, (gauge, s) => {
       for (const [status, n] of Object.entries(s.deliveries)) gauge.set({ status }, n);
     });
+    this.#gaugeFromStatus(MetricName.OUTBOX_UNFANNED, (gauge, s) => gauge.set(s.unfannedEvents));
     this.#gaugeFromStatus(MetricName.STORE_UP, (gauge, s) => gauge.set(s.store.available ? 1 : 0));
     new Counter({
       ...doc(MetricName.FENCED_WRITES),

@@ -212,6 +212,12 @@ export interface Store {
   /** Events not yet fanned out, oldest first. */
   unfannedEvents(limit: number): Promise<OutboxEvent[]>;
   /**
+   * How many events wait in the outbox, not yet fanned out, counted up to `cap` (a backlog of
+   * millions costs no more than `cap` index entries to count): the backlog the engine has not
+   * turned into deliveries yet, which it leaves there while the mailboxes are full.
+   */
+  countUnfannedEvents(cap: number): Promise<number>;
+  /**
    * For every fan-out, inserts its deliveries (ignoring ids that exist) and marks its event
    * fanned out; all of them in one transaction, all or nothing. Deliveries named by `claim`
    * whose slot its owner holds (lease not expired) are inserted in flight at the slot's

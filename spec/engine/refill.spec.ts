@@ -78,6 +78,7 @@ describe('Claiming: at fan-out, by refill, by discovery (engine)', () => {
       // 32 events wait in the outbox instead of becoming pending rows to claim later.
       expect(await t.herald.store.countDeliveries()).to.include({ in_flight: 8, pending: 0 });
       expect(await t.herald.store.unfannedEvents(100)).to.have.length(32);
+      expect((await t.herald.status()).unfannedEvents).to.equal(32);
       expect(claims.atFanOut).to.equal(8);
 
       answering = true;

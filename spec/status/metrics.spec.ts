@@ -84,6 +84,22 @@ describe('Metrics (GET /metrics)', () => {
     });
   });
 
+  context('when events wait in the outbox', () => {
+    it('reports how many in herald_outbox_unfanned_events, and 0 once they are fanned out', async () => {
+      // Not started: nothing fans the published events out yet.
+      f = await startStatus({}, { start: false });
+      const { t } = f;
+      await t.herald.createEndpoint({ tenantId: 'acme', url: 'http://127.0.0.1:9/hook' });
+      await t.herald.publish(Array.from({ length: 3 }, (_, n) => ({ tenantId: 'acme', type: 'a.b', payload: { n } })));
+      expect(sample((await f.api('GET', '/metrics', undefined, null)).text, MetricName.OUTBOX_UNFANNED)).to.equal(3);
+      expect((await f.api('GET', '/v1/status')).json).to.include({ unfannedEvents: 3 });
+
+      await t.herald.start();
+      await t.herald.idle();
+      expect(sample((await f.api('GET', '/metrics', undefined, null)).text, MetricName.OUTBOX_UNFANNED)).to.equal(0);
+    });
+  });
+
   context('when the store does not answer a scrape', () => {
     it('still answers, with herald_store_up 0', async () => {
       f = await startStatus();

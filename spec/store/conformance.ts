@@ -326,6 +326,17 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           expect(await store.unfannedEvents(10)).to.deep.equal([first, second, third]);
           expect(await store.unfannedEvents(2)).to.deep.equal([first, second]);
         });
+
+        it('counts those waiting to be fanned out, up to the cap, and no longer once fanned out', async () => {
+          await addEndpoint('ep_1');
+          const events = ['evt_a', 'evt_b', 'evt_c'].map((id) => makeEvent(id, 'acme', clock.now()));
+          await store.appendEvents(events);
+          expect(await store.countUnfannedEvents(100)).to.equal(3);
+          expect(await store.countUnfannedEvents(2)).to.equal(2);
+          expect(await store.countUnfannedEvents(0)).to.equal(0);
+          await store.recordFanOuts([{ eventId: 'evt_a', deliveries: plan(events[0]!, ['ep_1'], clock.now()) }], clock.now());
+          expect(await store.countUnfannedEvents(100)).to.equal(2);
+        });
       });
 
       context('when an event is fanned out', () => {

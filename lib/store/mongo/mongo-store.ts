@@ -492,6 +492,13 @@ export class MongoStore implements Store {
     );
   }
 
+  async countUnfannedEvents(cap: number): Promise<number> {
+    const n = clampLimit(cap, Number.MAX_SAFE_INTEGER);
+    if (n === 0) return 0;
+    // The filter is the partial filter of events_unfanned, so the count walks that index only.
+    return this.#run('countUnfannedEvents', ({ events }) => events.countDocuments({ fannedOut: false }, { limit: n }));
+  }
+
   async recordFanOuts(fanOuts: readonly FanOut[], now: number, claim?: FanOutClaim): Promise<Delivery[]> {
     if (fanOuts.length === 0) return [];
     const eventIds = [...new Set(fanOuts.map((fanOut) => fanOut.eventId))];

@@ -122,6 +122,9 @@ export class SqliteStoreThread implements Store {
   unfannedEvents(limit: number): Promise<OutboxEvent[]> {
     return this.#call('unfannedEvents', [limit]);
   }
+  countUnfannedEvents(cap: number): Promise<number> {
+    return this.#call('countUnfannedEvents', [cap]);
+  }
   recordFanOuts(fanOuts: readonly FanOut[], now: number, claim?: FanOutClaim): Promise<Delivery[]> {
     return this.#call('recordFanOuts', [fanOuts, now, claim]);
   }

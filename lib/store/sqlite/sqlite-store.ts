@@ -327,6 +327,8 @@ function prepareStatements(db: BetterSqlite3.Database) {
     unfannedEvents: stmt<EventRow>(
       `SELECT * FROM events WHERE fanned_out_at IS NULL ORDER BY created_at, rowid LIMIT ?`,
     ),
+    // Through the partial index of waiting events: the count stops at the cap.
+    countUnfanned: stmt<number>(`SELECT count(*) FROM (SELECT 1 FROM events WHERE fanned_out_at IS NULL LIMIT ?)`).pluck(),
     markFannedOut: stmt(`UPDATE events SET fanned_out_at = COALESCE(fanned_out_at, @now) WHERE id = @id`),
     // RETURNING gives the row only when it was inserted (not when the id existed).
     insertDelivery: stmt<DeliveryRow>(`INSERT OR IGNORE INTO deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot,
@@ -625,6 +627,11 @@ export class SqliteStore implements Store {
 
   async unfannedEvents(limit: number): Promise<OutboxEvent[]> {
     return this.#run('unfannedEvents', ({ s }) => s.unfannedEvents.all(Math.max(0, Math.floor(limit))).map(eventFromRow), 'read');
+  }
+
+  async countUnfannedEvents(cap: number): Promise<number> {
+    const limit = Math.max(0, Math.floor(cap));
+    return this.#run('countUnfannedEvents', ({ s }) => s.countUnfanned.get(limit) ?? 0, 'read');
   }
 
   async recordFanOuts(fanOuts: readonly FanOut[], now: number, claim?: FanOutClaim): Promise<Delivery[]> {
