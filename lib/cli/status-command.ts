@@ -16,6 +16,7 @@ interface Status {
   readonly inFlight: number;
   readonly fencedWrites: number;
   readonly deliveries: Record<string, number>;
+  readonly unfannedEvents: number;
   readonly store: { reachable: boolean; available: boolean; latencyMs: number; error: string | null };
   readonly actors: ReadonlyArray<{ endpointId: string; breaker: string; queued: number; running: number; pausedUntil: number | null; lastError: string | null }>;
   readonly recent: { windowMs: number; endpoints: ReadonlyArray<{ endpointId: string; attempts: number; failures: number; failureRate: number }> };
@@ -49,6 +50,7 @@ export async function runStatus(args: readonly string[], io: CliIo): Promise<num
         ['fenced writes', status.fencedWrites],
         ['store', store],
         ['deliveries', Object.entries(status.deliveries).map(([k, v]) => `${k}=${v}`).join(' ')],
+        ['outbox', `${status.unfannedEvents} events not fanned out yet`],
       ]),
     );
     const recent = new Map(status.recent.endpoints.map((e) => [e.endpointId, e]));

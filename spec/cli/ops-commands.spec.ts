@@ -124,7 +124,7 @@ describe('herald ops commands (CLI against a running status port)', () => {
       expect(ok(table).stdout.split('\n').filter((l) => l.includes('delivered'))).to.have.length(2);
       expect(table.stdout).to.include('more; raise --limit');
       expect(ok(typed).json.data).to.deep.equal([]);
-      expect(ok(status).stdout).to.match(/^node:\s+node_/m).and.match(/store:\s+reachable/);
+      expect(ok(status).stdout).to.match(/^node:\s+node_/m).and.match(/store:\s+reachable/).and.match(/^outbox:\s+0 events not fanned out yet$/m);
       expect(ok(statusJson).json).to.include({ node: t.herald.nodeId });
 
       expect(ok(attempts).json).to.have.length(1);
