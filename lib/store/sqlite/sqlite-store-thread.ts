@@ -77,7 +77,8 @@ export class SqliteStoreThread implements Store {
     if (this.#closed) return;
     const worker = this.#worker;
     try {
-      if (worker !== undefined) await this.#call('close', []);
+      // A thread that has stopped has nothing left to close.
+      if (worker !== undefined && this.#failure === undefined) await this.#call('close', []);
     } finally {
       this.#closed = true;
       this.#listeners.clear();
