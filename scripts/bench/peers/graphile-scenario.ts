@@ -17,6 +17,7 @@ import { progress, type SinkProcess } from '../harness.ts';
 import type { PeerOutcome } from './bullmq-scenario.ts';
 import type { GraphileWorkerConfig } from './graphile-worker.ts';
 import { Cleanup, ENQUEUE_BATCH, forkWorker, freePort, measure, packageVersion, processTicks, selfTicks, stopPidSync, treeTicks, type DeliveryJob } from './peer-kit.ts';
+import { letPostgresUserReachBinaries } from '../../../spec/support/postgres-server.ts';
 
 const WORKER_FILE = fileURLToPath(new URL('./graphile-worker.ts', import.meta.url));
 const CONCURRENCY = 16;
@@ -44,8 +45,9 @@ export async function runGraphile(sink: SinkProcess, jobs: readonly DeliveryJob[
   try {
     const dir = mkdtempSync(join(tmpdir(), 'herald-bench-pg-'));
     cleanup.addDir(dir);
-    // Postgres runs as the unprivileged `postgres` user: it must reach its data dir.
+    // Postgres runs as the unprivileged `postgres` user: it must reach its data dir and binaries.
     chmodSync(dir, 0o755);
+    if (process.getuid?.() === 0) letPostgresUserReachBinaries();
     const databaseDir = join(dir, 'data');
     const port = await freePort();
     const pg = new EmbeddedPostgres({
