@@ -95,6 +95,23 @@ export function describeFileStoreConformance(
   open: (path: string, clock: ManualClock) => Store & { close(): Promise<void> },
   startAt = 0,
 ): void {
+  describe(`Store lifecycle: ${name}`, () => {
+    it('rejects a call before init() with HERALD_STORE and after close() with HERALD_CLOSED', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'herald-store-'));
+      try {
+        const store = open(join(dir, 'herald.db'), new ManualClock(startAt));
+        const early = await store.getEndpoint('ep_1').catch((e: unknown) => e);
+        expect(isHeraldError(early) && early.code).to.equal(ErrorCode.STORE);
+        await store.init({ slotCount: SLOTS });
+        await store.close();
+        const late = await store.getEndpoint('ep_1').catch((e: unknown) => e);
+        expect(isHeraldError(late) && late.code).to.equal(ErrorCode.CLOSED);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+
   describeStoreConformance(name, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'herald-store-'));
     const clock = new ManualClock(startAt);

@@ -48,16 +48,6 @@ describe('SqliteStoreThread', () => {
     }
   });
 
-  it('rejects calls after close() with HERALD_CLOSED, and before init() with HERALD_STORE', async () => {
-    const store = new SqliteStoreThread({ path: join(dir, 'herald.db') });
-    const early = await store.getEndpoint('ep_1').catch((e: unknown) => e);
-    expect(isHeraldError(early) && early.code).to.equal(ErrorCode.STORE);
-    await store.init({ slotCount: 4 });
-    await store.close();
-    const late = await store.getEndpoint('ep_1').catch((e: unknown) => e);
-    expect(isHeraldError(late) && late.code).to.equal(ErrorCode.CLOSED);
-  });
-
   context('in a Herald', () => {
     const config = (overrides: { storeThread?: boolean } = {}) =>
       resolveConfig({ store: `sqlite:${join(dir, 'herald.db')}`, dataDir: dir, logLevel: 'silent', engine: overrides });

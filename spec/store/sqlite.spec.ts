@@ -72,18 +72,6 @@ describe('SqliteStore', () => {
     });
   });
 
-  context('when used outside its lifecycle', () => {
-    it('rejects before init() with HERALD_STORE and after close() with HERALD_CLOSED', async () => {
-      const store = openStore();
-      const early = await store.getEndpoint('ep_1').catch((e: unknown) => e);
-      expect(isHeraldError(early) && early.code).to.equal(ErrorCode.STORE);
-      await store.init({ slotCount: 4 });
-      await store.close();
-      const late = await store.getEndpoint('ep_1').catch((e: unknown) => e);
-      expect(isHeraldError(late) && late.code).to.equal(ErrorCode.CLOSED);
-    });
-  });
-
   context('when writes are committed in groups', () => {
     it('undoes a call that fails alone: the calls beside it in the same transaction are written', async () => {
       const store = new SqliteStore({ path: join(dir, 'grouped.db'), clock, groupCommit: true });
