@@ -27,9 +27,9 @@ import { InFlightLimiter } from './engine/in-flight-limiter.ts';
 import { Supervisor } from './engine/supervisor.ts';
 import { Ticker } from './engine/ticker.ts';
 import { ConflictError, NotFoundError, ValidationError } from './errors.ts';
-import { newEventId, newId } from './ids.ts';
+import { newId } from './ids.ts';
 import type { Attempt, DeadLetter, Delivery, Endpoint, OutboxEvent } from './model.ts';
-import { validateEventInputs } from './producer/validate-event.ts';
+import { outboxEventOf, validateEventInputs } from './producer/validate-event.ts';
 import { secretKey, generateSecret } from './signing/secret.ts';
 import { SigningPool } from './signing/signing-pool.ts';
 import { webhookHeaders } from './signing/signature.ts';
@@ -410,15 +410,7 @@ export class Herald {
           throw new NotFoundError('endpoint', valid.endpointId, `${at}endpointId`);
         }
       }
-      const createdAt = this.#clock.now();
-      const event: OutboxEvent = {
-        id: valid.id ?? newEventId(createdAt),
-        tenantId: valid.tenantId,
-        type: valid.type,
-        payload: valid.payloadJson,
-        createdAt,
-        endpointId: valid.endpointId ?? null,
-      };
+      const event = outboxEventOf(valid, this.#clock.now());
       events.push(event);
       fresh.push(event);
     }

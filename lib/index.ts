@@ -5,6 +5,7 @@
 export { Herald, type EndpointView, type HeraldDeps, type StatusSnapshot } from './herald.ts';
 export { publish } from './producer/sqlite-publish.ts';
 export { publish as publishMongo, type MongoPublishOptions, type MongoOutbox } from './producer/mongo-publish.ts';
+export { publish as publishPg, type PostgresPublishOptions, type SqlRunner } from './producer/postgres-publish.ts';
 export { MongoStore, type MongoStoreOptions } from './store/mongo/mongo-store.ts';
 export type { ChangeFeedRestart, ChangeFeedRestartReason } from './store/mongo/change-feed.ts';
 export { MAX_PAYLOAD_DEPTH, type EventInput } from './producer/validate-event.ts';

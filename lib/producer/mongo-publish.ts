@@ -15,12 +15,11 @@ import type { ClientSession, Db, MongoClient } from 'mongodb';
 import { systemClock } from '../clock.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
-import { newEventId } from '../ids.ts';
 import type { OutboxEvent } from '../model.ts';
 import { eventFromDoc, eventToDoc } from '../store/mongo/documents.ts';
 import { Collections } from '../store/mongo/schema.ts';
 import type { EndpointDoc, EventDoc } from '../store/mongo/schema.ts';
-import { validateEventInputs } from './validate-event.ts';
+import { outboxEventOf, validateEventInputs } from './validate-event.ts';
 import type { EventInput, ValidEventInput } from './validate-event.ts';
 
 /** Where the outbox is: the database, or a client and the database's name. */
@@ -97,15 +96,7 @@ async function publishOne(db: Db, session: ClientSession, input: ValidEventInput
     const target = await endpoints.findOne({ _id: input.endpointId }, { session, projection: { tenantId: 1 } });
     if (target?.tenantId !== input.tenantId) throw new NotFoundError('endpoint', input.endpointId, 'endpointId');
   }
-  const createdAt = clock.now();
-  const event: OutboxEvent = {
-    id: input.id ?? newEventId(createdAt),
-    tenantId: input.tenantId,
-    type: input.type,
-    payload: input.payloadJson,
-    createdAt,
-    endpointId: input.endpointId ?? null,
-  };
+  const event = outboxEventOf(input, clock.now());
   await events.insertOne(eventToDoc(event), { session });
   return event;
 }

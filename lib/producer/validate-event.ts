@@ -4,6 +4,8 @@
  * which names the field and the rule it broke.
  */
 import { PayloadTooLargeError, ValidationError } from '../errors.ts';
+import { newEventId } from '../ids.ts';
+import type { OutboxEvent } from '../model.ts';
 import { JsonText } from './json-text.ts';
 
 /** An event as a producer hands it to `publish()`. */
@@ -218,4 +220,16 @@ export function validateEventInputs(input: unknown, limits: { readonly maxPayloa
       throw error;
     }
   });
+}
+
+/** The outbox event a validated input becomes when it is published at `createdAt`. */
+export function outboxEventOf(valid: ValidEventInput, createdAt: number): OutboxEvent {
+  return {
+    id: valid.id ?? newEventId(createdAt),
+    tenantId: valid.tenantId,
+    type: valid.type,
+    payload: valid.payloadJson,
+    createdAt,
+    endpointId: valid.endpointId ?? null,
+  };
 }

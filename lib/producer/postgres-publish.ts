@@ -1,0 +1,152 @@
+/**
+ * Publishing into a PostgreSQL outbox from the producer's own connection,
+ * inside the producer's own transaction: run the business change and
+ * `publish()` on the same client between `BEGIN` and `COMMIT` (a `pg`
+ * `Client` or `PoolClient`, or TypeORM's transactional entity manager, whose
+ * `query(sql, parameters)` reaches the same connection), and either both
+ * commit or neither does.
+ *
+ * Validation and the tenant and endpoint checks are those of the other
+ * producers (`sqlite-publish.ts`). The events of one call are written by one
+ * `INSERT` statement, so a batch is atomic even outside a transaction. The
+ * schema must exist: Herald creates it at its first start
+ * (`migratePostgresSchema`).
+ */
+import { systemClock } from '../clock.ts';
+import type { Clock } from '../clock.ts';
+import { ConflictError, NotFoundError } from '../errors.ts';
+import type { OutboxEvent } from '../model.ts';
+import { DEFAULT_POSTGRES_SCHEMA, validSchemaName } from '../store/postgres/schema.ts';
+import { outboxEventOf, validateEventInputs } from './validate-event.ts';
+import type { EventInput } from './validate-event.ts';
+
+/**
+ * Whatever runs SQL on the producer's connection: node-postgres answers `{rows}`, TypeORM's
+ * `EntityManager.query` and `QueryRunner.query` answer the rows themselves.
+ */
+export interface SqlRunner {
+  query(sql: string, parameters: unknown[]): Promise<unknown>;
+}
+
+export interface PostgresPublishOptions {
+  /** The schema Herald was started with. @default 'herald' */
+  readonly schema?: string;
+  /** @default systemClock */
+  readonly clock?: Clock;
+  /**
+   * The largest serialised payload accepted, in UTF-8 bytes.
+   * @default 262144 (256 KiB)
+   */
+  readonly maxPayloadBytes?: number;
+}
+
+const DEFAULTS = Object.freeze({
+  schema: DEFAULT_POSTGRES_SCHEMA,
+  clock: systemClock,
+  maxPayloadBytes: 256 * 1024,
+} satisfies Required<PostgresPublishOptions>);
+
+interface EventRow {
+  id: string;
+  tenant_id: string;
+  type: string;
+  payload: string;
+  created_at: string | number;
+  endpoint_id: string | null;
+}
+
+/**
+ * Writes events into the outbox with `runner`, inside its transaction if one
+ * is open. An input whose `id` is already stored is an idempotent retry: the
+ * stored event is returned and nothing is written.
+ *
+ * @returns the events as stored, in input order.
+ * @throws ValidationError `HERALD_INVALID_INPUT` for a malformed input (field and rule named), or a bad schema name.
+ * @throws PayloadTooLargeError `HERALD_PAYLOAD_TOO_LARGE` for an oversized payload.
+ * @throws NotFoundError `HERALD_NOT_FOUND` when the tenant has no endpoint, or
+ *   `endpointId` names no endpoint of that tenant.
+ * @throws ConflictError `HERALD_CONFLICT` when `id` is already used by another tenant's event.
+ * Driver errors are rethrown as they are (the caller's transaction is then to be rolled back).
+ */
+export async function publish(
+  runner: SqlRunner,
+  input: EventInput | readonly EventInput[],
+  options: PostgresPublishOptions = {},
+): Promise<OutboxEvent[]> {
+  const schema = validSchemaName(options.schema ?? DEFAULTS.schema);
+  const clock = options.clock ?? DEFAULTS.clock;
+  // Validate everything first, so a bad input in a batch writes nothing.
+  const valid = validateEventInputs(input, { maxPayloadBytes: options.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes });
+  if (valid.length === 0) return [];
+
+  const ids = valid.flatMap((event) => (event.id === undefined ? [] : [event.id]));
+  const stored = new Map((await rowsOf<EventRow>(runner, `SELECT id, tenant_id, type, payload, created_at, endpoint_id
+    FROM ${schema}.events WHERE id = ANY($1::text[])`, [ids])).map((row) => [row.id, eventFromRow(row)]));
+  const tenants = [...new Set(valid.map((event) => event.tenantId))];
+  const knownTenants = new Set((await rowsOf<{ tenant_id: string }>(runner, `SELECT DISTINCT tenant_id
+    FROM ${schema}.endpoints WHERE tenant_id = ANY($1::text[])`, [tenants])).map((row) => row.tenant_id));
+  const endpointIds = [...new Set(valid.flatMap((event) => (event.endpointId === undefined ? [] : [event.endpointId])))];
+  const endpointTenant = new Map((await rowsOf<{ id: string; tenant_id: string }>(runner, `SELECT id, tenant_id
+    FROM ${schema}.endpoints WHERE id = ANY($1::text[])`, [endpointIds])).map((row) => [row.id, row.tenant_id]));
+
+  const createdAt = clock.now();
+  const result: OutboxEvent[] = [];
+  const fresh: OutboxEvent[] = [];
+  for (const event of valid) {
+    const earlier = event.id === undefined ? undefined : (stored.get(event.id) ?? fresh.find((e) => e.id === event.id));
+    if (earlier !== undefined) {
+      if (earlier.tenantId !== event.tenantId) throw new ConflictError(`id: event '${event.id}' already exists for another tenant`);
+      result.push(earlier);
+      continue;
+    }
+    if (!knownTenants.has(event.tenantId)) throw new NotFoundError('tenant', event.tenantId, 'tenantId');
+    if (event.endpointId !== undefined && endpointTenant.get(event.endpointId) !== event.tenantId) {
+      throw new NotFoundError('endpoint', event.endpointId, 'endpointId');
+    }
+    const outbox = outboxEventOf(event, createdAt);
+    fresh.push(outbox);
+    result.push(outbox);
+  }
+  if (fresh.length === 0) return result;
+
+  const inserted = new Set((await rowsOf<{ id: string }>(runner, `INSERT INTO ${schema}.events (id, tenant_id, type, payload, created_at, endpoint_id)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[])
+    ON CONFLICT (id) DO NOTHING RETURNING id`, [
+    fresh.map((e) => e.id),
+    fresh.map((e) => e.tenantId),
+    fresh.map((e) => e.type),
+    fresh.map((e) => e.payload),
+    fresh.map((e) => e.createdAt),
+    fresh.map((e) => e.endpointId),
+  ])).map((row) => row.id));
+  // Another connection stored one of these ids between the read and the insert: what it stored
+  // stands, as an earlier publish of the same id would.
+  const raced = fresh.filter((e) => !inserted.has(e.id)).map((e) => e.id);
+  if (raced.length === 0) return result;
+  const winners = new Map((await rowsOf<EventRow>(runner, `SELECT id, tenant_id, type, payload, created_at, endpoint_id
+    FROM ${schema}.events WHERE id = ANY($1::text[])`, [raced])).map((row) => [row.id, eventFromRow(row)]));
+  return result.map((event) => {
+    const winner = winners.get(event.id);
+    if (winner === undefined) return event;
+    if (winner.tenantId !== event.tenantId) throw new ConflictError(`id: event '${event.id}' already exists for another tenant`);
+    return winner;
+  });
+}
+
+function eventFromRow(row: EventRow): OutboxEvent {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    type: row.type,
+    payload: row.payload,
+    // bigint arrives as text from node-postgres; epoch milliseconds fit a double exactly.
+    createdAt: Number(row.created_at),
+    endpointId: row.endpoint_id,
+  };
+}
+
+async function rowsOf<Row>(runner: SqlRunner, sql: string, parameters: unknown[]): Promise<Row[]> {
+  const answer = await runner.query(sql, parameters);
+  if (Array.isArray(answer)) return answer as Row[];
+  return ((answer as { rows?: Row[] } | undefined)?.rows ?? []) as Row[];
+}
