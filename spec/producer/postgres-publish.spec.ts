@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import pg from 'pg';
+import { DataSource } from 'typeorm';
 import { ManualClock } from '../../lib/clock.ts';
 import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
 import { JsonText } from '../../lib/producer/json-text.ts';
@@ -112,6 +113,41 @@ describe('publish into a PostgreSQL outbox (a real server)', function () {
       const conflict = await publish(pool, { id: 'evt_order_7', tenantId: 'globex', type: 'a.b', payload: {} }, { clock }).catch((e: unknown) => e);
       expect(isHeraldError(conflict) && conflict.code).to.equal(ErrorCode.CONFLICT);
       expect((await outbox()).map((r) => r.payload)).to.deep.equal(['{"v":1}']);
+    });
+  });
+
+  context('from a TypeORM DataSource, in dataSource.transaction', () => {
+    let dataSource: DataSource;
+
+    beforeEach(async () => {
+      dataSource = new DataSource({ type: 'postgres', url: pool.options.connectionString!, entities: [], logging: false });
+      await dataSource.initialize();
+    });
+
+    afterEach(async () => {
+      await dataSource.destroy();
+    });
+
+    it('commits the event with the business row', async () => {
+      const [event] = await dataSource.transaction(async (tx) => {
+        await tx.query(`INSERT INTO public.leads (id, name) VALUES ($1, $2)`, ['lead_1', 'Ada']);
+        return publish(tx, { tenantId: 'acme', type: 'lead.created', payload: { leadId: 'lead_1' } }, { clock });
+      });
+      expect((await outbox()).map((r) => r.id)).to.deep.equal([event!.id]);
+      expect((await pool.query('SELECT id FROM public.leads')).rows).to.deep.equal([{ id: 'lead_1' }]);
+    });
+
+    it('leaves nothing when the transaction throws after publishing', async () => {
+      const failure = await dataSource
+        .transaction(async (tx) => {
+          await tx.query(`INSERT INTO public.leads (id, name) VALUES ($1, $2)`, ['lead_1', 'Ada']);
+          await publish(tx, { tenantId: 'acme', type: 'lead.created', payload: { leadId: 'lead_1' } }, { clock });
+          throw new Error('the business rule said no');
+        })
+        .catch((e: unknown) => e);
+      expect((failure as Error).message).to.equal('the business rule said no');
+      expect(await outbox()).to.deep.equal([]);
+      expect((await pool.query('SELECT id FROM public.leads')).rows).to.deep.equal([]);
     });
   });
 
