@@ -79,9 +79,8 @@ export async function publish(
   const valid = validateEventInputs(input, { maxPayloadBytes: options.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes });
   if (valid.length === 0) return [];
 
-  const ids = valid.flatMap((event) => (event.id === undefined ? [] : [event.id]));
-  const stored = new Map((await rowsOf<EventRow>(runner, `SELECT id, tenant_id, type, payload, created_at, endpoint_id
-    FROM ${schema}.events WHERE id = ANY($1::text[])`, [ids])).map((row) => [row.id, eventFromRow(row)]));
+  // Events by id: those stored already, then those of this call as they are planned.
+  const byId = await storedEvents(runner, schema, valid.flatMap((event) => (event.id === undefined ? [] : [event.id])));
   const tenants = [...new Set(valid.map((event) => event.tenantId))];
   const knownTenants = new Set((await rowsOf<{ tenant_id: string }>(runner, `SELECT DISTINCT tenant_id
     FROM ${schema}.endpoints WHERE tenant_id = ANY($1::text[])`, [tenants])).map((row) => row.tenant_id));
@@ -93,10 +92,9 @@ export async function publish(
   const result: OutboxEvent[] = [];
   const fresh: OutboxEvent[] = [];
   for (const event of valid) {
-    const earlier = event.id === undefined ? undefined : (stored.get(event.id) ?? fresh.find((e) => e.id === event.id));
+    const earlier = event.id === undefined ? undefined : byId.get(event.id);
     if (earlier !== undefined) {
-      if (earlier.tenantId !== event.tenantId) throw new ConflictError(`id: event '${event.id}' already exists for another tenant`);
-      result.push(earlier);
+      result.push(sameTenant(earlier, event.tenantId));
       continue;
     }
     if (!knownTenants.has(event.tenantId)) throw new NotFoundError('tenant', event.tenantId, 'tenantId');
@@ -104,6 +102,7 @@ export async function publish(
       throw new NotFoundError('endpoint', event.endpointId, 'endpointId');
     }
     const outbox = outboxEventOf(event, createdAt);
+    byId.set(outbox.id, outbox);
     fresh.push(outbox);
     result.push(outbox);
   }
@@ -123,14 +122,23 @@ export async function publish(
   // stands, as an earlier publish of the same id would.
   const raced = fresh.filter((e) => !inserted.has(e.id)).map((e) => e.id);
   if (raced.length === 0) return result;
-  const winners = new Map((await rowsOf<EventRow>(runner, `SELECT id, tenant_id, type, payload, created_at, endpoint_id
-    FROM ${schema}.events WHERE id = ANY($1::text[])`, [raced])).map((row) => [row.id, eventFromRow(row)]));
+  const winners = await storedEvents(runner, schema, raced);
   return result.map((event) => {
     const winner = winners.get(event.id);
-    if (winner === undefined) return event;
-    if (winner.tenantId !== event.tenantId) throw new ConflictError(`id: event '${event.id}' already exists for another tenant`);
-    return winner;
+    return winner === undefined ? event : sameTenant(winner, event.tenantId);
   });
+}
+
+/** The stored event of an id published again: its own tenant's, or a conflict. */
+function sameTenant(stored: OutboxEvent, tenantId: string): OutboxEvent {
+  if (stored.tenantId !== tenantId) throw new ConflictError(`id: event '${stored.id}' already exists for another tenant`);
+  return stored;
+}
+
+async function storedEvents(runner: SqlRunner, schema: string, ids: readonly string[]): Promise<Map<string, OutboxEvent>> {
+  const rows = await rowsOf<EventRow>(runner, `SELECT id, tenant_id, type, payload, created_at, endpoint_id
+    FROM ${schema}.events WHERE id = ANY($1::text[])`, [ids]);
+  return new Map(rows.map((row) => [row.id, eventFromRow(row)]));
 }
 
 function eventFromRow(row: EventRow): OutboxEvent {
