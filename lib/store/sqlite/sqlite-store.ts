@@ -423,6 +423,8 @@ type Statements = ReturnType<typeof prepareStatements>;
 interface OpenState {
   readonly db: BetterSqlite3.Database;
   readonly s: Statements;
+  /** Runs a function in a savepoint of the open transaction (a commit group's member). */
+  readonly inSavepoint: (run: () => unknown) => unknown;
 }
 
 export class SqliteStore implements Store {
@@ -1060,7 +1062,7 @@ export class SqliteStore implements Store {
           opened.pragma('cache_size = -16384');
           opened.pragma('temp_store = MEMORY');
           ensureSchema(opened);
-          return { db: opened, s: prepareStatements(opened) };
+          return { db: opened, s: prepareStatements(opened), inSavepoint: opened.transaction((run: () => unknown) => run()) };
         },
         'write',
       );
@@ -1110,10 +1112,9 @@ export class SqliteStore implements Store {
    * and tried again by the lock waiter, like any operation found busy.
    */
   #commitGroup(members: ReadonlyArray<() => unknown>, blocking: boolean): MemberOutcome[] {
-    const { db } = this.#ready();
+    const { db, inSavepoint } = this.#ready();
     this.#setBusyWait(db, blocking ? this.#blockingWaitMs : 0);
     this.#waitedForLock = !blocking;
-    const inSavepoint = db.transaction((run: () => unknown) => run());
     return db.transaction(() =>
       members.map((run): MemberOutcome => {
         try {
