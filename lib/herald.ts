@@ -135,6 +135,8 @@ export class Herald {
         retentionMs: config.retention.keepMs,
         // The MongoDB change feed reports its restarts; they become engine events (log, metrics).
         onChangeFeedRestart: (restart) => herald?.events.emit('feedRestart', { reason: restart.reason }),
+        // So does the PostgreSQL work signal when its LISTEN connection drops and comes back.
+        onWorkSignalRestart: (restart) => herald?.events.emit('feedRestart', { reason: restart.reason }),
       }));
     const { slotCount } = await store.init({ slotCount: config.engine.slotCount });
     // Only the data `config.store` names is known to live beside a folder; an injected store's is not.

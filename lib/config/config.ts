@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../errors.ts';
 import { RETRY_PRESETS } from '../policy/retry-schedule.ts';
+import { isPostgresSetting, redactUri, STORE_RULE } from '../store/store-setting.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -19,7 +20,10 @@ export type LogFormat = (typeof LOG_FORMATS)[number];
 export type RetryPresetName = keyof typeof RETRY_PRESETS;
 
 export interface HeraldConfig {
-  /** `sqlite:<path>`, a `mongodb://` / `mongodb+srv://` URI (a replica set), or `mongodb-memory-server`. */
+  /**
+   * `sqlite:<path>`, a `postgres://` URI (with an optional `schema` parameter), a `mongodb://` /
+   * `mongodb+srv://` URI (a replica set), or `mongodb-memory-server`.
+   */
   readonly store: string;
   /** Where the admin token is kept when generated. */
   readonly dataDir: string;
@@ -209,8 +213,8 @@ export function validateConfig(raw: unknown): HeraldConfig {
   checkKeys(raw, reference, '');
 
   const store = raw.store;
-  if (typeof store !== 'string' || !(store.startsWith('sqlite:') || store.startsWith('mongodb'))) {
-    throw new ConfigError('store', store, 'must be sqlite:<path>, a mongodb:// (or mongodb+srv://) URI, or mongodb-memory-server');
+  if (typeof store !== 'string' || !(store.startsWith('sqlite:') || store.startsWith('mongodb') || isPostgresSetting(store))) {
+    throw new ConfigError('store', store === undefined ? store : redactUri(String(store)), STORE_RULE);
   }
   if (store.startsWith('sqlite:') && store.length === 'sqlite:'.length) {
     throw new ConfigError('store', store, 'must name a file after sqlite:');

@@ -1,20 +1,24 @@
 /**
- * Opens the store a `store` setting names: `sqlite:<path>`, a `mongodb://`
- * (or `mongodb+srv://`) URI, or `mongodb-memory-server` (an embedded
- * single-node replica set, for demos). Nothing connects here: the store's
- * `init()` opens the file or connects and checks the server.
+ * Opens the store a `store` setting names: `sqlite:<path>`, a `postgres://`
+ * (or `postgresql://`) URI, a `mongodb://` (or `mongodb+srv://`) URI, or
+ * `mongodb-memory-server` (an embedded single-node replica set, for demos).
+ * Nothing connects here: the store's `init()` opens the file or connects and
+ * checks the server.
  *
- * The MongoDB adapter is imported only when a MongoDB store is named: its
- * driver costs ≈ 22 MB of memory that a process on SQLite has no use for.
+ * The PostgreSQL and MongoDB adapters are imported only when named: a driver
+ * costs memory that a process on SQLite has no use for (≈ 22 MB for MongoDB's).
  */
 import type { Clock } from '../clock.ts';
 import type { ChangeFeedRestart } from './mongo/change-feed.ts';
 import { ConfigError, ValidationError } from '../errors.ts';
-import { EMBEDDED_MONGODB_SETTING, parseMongoUri, redactMongoUri } from './mongo/mongo-uri.ts';
+import { EMBEDDED_MONGODB_SETTING, parseMongoUri } from './mongo/mongo-uri.ts';
 import type { Store } from './port.ts';
+import type { WorkSignalRestart } from './postgres/work-signal.ts';
+import { isPostgresSetting, parsePostgresSetting } from './postgres/postgres-uri.ts';
 import { SqliteStore } from './sqlite/sqlite-store.ts';
+import { redactUri, STORE_RULE } from './store-setting.ts';
 
-const STORE_RULE = 'must be sqlite:<path>, a mongodb:// (or mongodb+srv://) URI, or mongodb-memory-server';
+export { redactUri } from './store-setting.ts';
 
 export async function openStore(
   setting: string,
@@ -27,6 +31,8 @@ export async function openStore(
     retentionMs?: number;
     /** Told when the MongoDB change feed restarts (lost token, invalidate, non-resumable error). */
     onChangeFeedRestart?: (restart: ChangeFeedRestart) => void;
+    /** Told when the PostgreSQL work signal's connection drops and is opened again. */
+    onWorkSignalRestart?: (restart: WorkSignalRestart) => void;
   },
 ): Promise<Store> {
   if (setting.startsWith('sqlite:')) {
@@ -35,6 +41,21 @@ export async function openStore(
       return new SqliteStoreThread({ path: setting.slice('sqlite:'.length), pollIntervalMs: options.pollIntervalMs });
     }
     return new SqliteStore({ path: setting.slice('sqlite:'.length), clock: options.clock, pollIntervalMs: options.pollIntervalMs });
+  }
+  if (isPostgresSetting(setting)) {
+    let parsed;
+    try {
+      parsed = parsePostgresSetting(setting);
+    } catch (error) {
+      if (error instanceof ValidationError) throw new ConfigError('store', redactUri(setting), error.rule);
+      throw error;
+    }
+    const { PostgresStore } = await import('./postgres/postgres-store.ts');
+    return new PostgresStore({
+      ...parsed,
+      clock: options.clock,
+      ...(options.onWorkSignalRestart === undefined ? {} : { onWorkSignalRestart: options.onWorkSignalRestart }),
+    });
   }
   const mongo = {
     clock: options.clock,
@@ -59,9 +80,4 @@ export async function openStore(
     return new MongoStore({ uri: setting, ...mongo });
   }
   throw new ConfigError('store', redactUri(setting), STORE_RULE);
-}
-
-/** Hides a password (and secret URI options) in a connection string before it reaches a message or a log. */
-export function redactUri(uri: string): string {
-  return redactMongoUri(uri);
 }

@@ -70,7 +70,7 @@ describe('MongoStore (no server needed)', () => {
 
   context('when the store setting is not a usable MongoDB URI', () => {
     it('refuses it with HERALD_INVALID_CONFIG naming the rule, password hidden', async () => {
-      for (const setting of ['mongodb:/localhost/db', 'mongodb://', 'mongodb://u:s3cret@/db', 'mongodbx://h', 'postgres://h/db']) {
+      for (const setting of ['mongodb:/localhost/db', 'mongodb://', 'mongodb://u:s3cret@/db', 'mongodbx://h', 'redis://h/db']) {
         let thrown: unknown;
         try {
           await openStore(setting, { clock, pollIntervalMs: 50 });

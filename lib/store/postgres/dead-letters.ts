@@ -1,0 +1,123 @@
+/**
+ * Dead letters in PostgreSQL: listing them with the attempts of the round
+ * that died, and replaying them (their deliveries back to pending, a new
+ * round, the same event id).
+ */
+import type { DeadLetter } from '../../model.ts';
+import type { DeadLetterFilter } from '../port.ts';
+import { clampLimit, Conditions, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './delivery-log.ts';
+import { attemptFromRow, type AttemptRow, type DeadLetterRow } from './rows.ts';
+import type { Sql } from './sql.ts';
+import { workNotice } from './work-notice.ts';
+
+/** Dead letters per replay statement, so a huge replay never holds many rows locked for long. */
+export const REPLAY_CHUNK = 500;
+
+export class DeadLetterQueries {
+  readonly #s: string;
+
+  constructor(schema: string) {
+    this.#s = schema;
+  }
+
+  /** A dead letter's attempts are those of the round that died; earlier rounds have their own dead letters. */
+  async get(sql: Sql, id: string): Promise<DeadLetter | undefined> {
+    const rows = await sql.query<DeadLetterRow>(`SELECT * FROM ${this.#s}.dead_letters WHERE id = $1`, [id]);
+    return (await this.#withAttempts(sql, rows))[0];
+  }
+
+  /** Newest first (ties: the later inserted first). */
+  async list(sql: Sql, filter: DeadLetterFilter): Promise<DeadLetter[]> {
+    const where = filterConditions(filter);
+    const limit = where.value(clampLimit(filter.limit ?? DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT));
+    const rows = await sql.query<DeadLetterRow>(
+      `SELECT * FROM ${this.#s}.dead_letters ${where.clause()} ORDER BY created_at DESC, seq DESC LIMIT ${limit}`,
+      where.values,
+    );
+    return this.#withAttempts(sql, rows);
+  }
+
+  /**
+   * Replays the named dead letters not yet replayed, in one statement, and tells the other
+   * processes. A delivery whose endpoint was deleted stays dead (replaying it would leave it
+   * pending forever): its dead letter is skipped. Returns the ids replayed, oldest first.
+   */
+  async replay(sql: Sql, ids: readonly string[], now: number): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const rows = await sql.query<{ id: string; notice: unknown }>(
+      `WITH chosen AS (
+         SELECT id, delivery_id FROM ${this.#s}.dead_letters WHERE id = ANY($1::text[]) AND replayed_at IS NULL
+       ),
+       revived AS (
+         UPDATE ${this.#s}.deliveries d SET status = 'pending', attempts = 0, round = d.round + 1, next_attempt_at = $2,
+           last_error = NULL, delivered_at = NULL, updated_at = $2
+         FROM chosen c
+         WHERE d.id = c.delivery_id AND d.status = 'dead'
+           AND EXISTS (SELECT 1 FROM ${this.#s}.endpoints e WHERE e.id = d.endpoint_id)
+         RETURNING c.id
+       ),
+       marked AS (
+         UPDATE ${this.#s}.dead_letters dl SET replayed_at = $2 FROM revived r WHERE dl.id = r.id
+         RETURNING dl.id, dl.created_at, dl.seq
+       )
+       SELECT id, NULL AS notice FROM (SELECT id, created_at, seq FROM marked ORDER BY created_at, seq) replayed
+       UNION ALL
+       SELECT NULL, ${workNotice(this.#s)} FROM (SELECT 1 FROM marked LIMIT 1) any_replayed`,
+      [ids, now],
+    );
+    return rows.filter((row) => row.id !== null).map((row) => row.id);
+  }
+
+  /** The next page of not yet replayed dead letters matching `filter`, oldest first, after a keyset cursor. */
+  async unreplayedPage(sql: Sql, filter: DeadLetterFilter, after: { createdAt: number; seq: number }): Promise<{ id: string; createdAt: number; seq: number }[]> {
+    const where = filterConditions({ ...filter, includeReplayed: false });
+    where.add('(created_at, seq) > ($?, $?)', after.createdAt, after.seq);
+    const rows = await sql.query<{ id: string; created_at: number; seq: number }>(
+      `SELECT id, created_at, seq FROM ${this.#s}.dead_letters ${where.clause()} ORDER BY created_at, seq LIMIT ${REPLAY_CHUNK}`,
+      where.values,
+    );
+    return rows.map((row) => ({ id: row.id, createdAt: row.created_at, seq: row.seq }));
+  }
+
+  /** The rows as dead letters, with the attempts of each one's round: one query for all of them. */
+  async #withAttempts(sql: Sql, rows: readonly DeadLetterRow[]): Promise<DeadLetter[]> {
+    if (rows.length === 0) return [];
+    const attempts = await sql.query<AttemptRow>(
+      `SELECT a.* FROM ${this.#s}.attempts a
+       JOIN unnest($1::text[], $2::int[]) AS r(delivery_id, round) ON a.delivery_id = r.delivery_id AND a.round = r.round
+       ORDER BY a.id`,
+      [rows.map((row) => row.delivery_id), rows.map((row) => row.round)],
+    );
+    const byRound = new Map<string, AttemptRow[]>();
+    for (const attempt of attempts) {
+      const key = `${attempt.delivery_id}\0${attempt.round}`;
+      const list = byRound.get(key);
+      if (list === undefined) byRound.set(key, [attempt]);
+      else list.push(attempt);
+    }
+    return rows.map((row) => ({
+      id: row.id,
+      deliveryId: row.delivery_id,
+      eventId: row.event_id,
+      endpointId: row.endpoint_id,
+      tenantId: row.tenant_id,
+      eventType: row.event_type,
+      payload: row.payload,
+      reason: row.reason,
+      lastOutcome: row.last_outcome,
+      attempts: (byRound.get(`${row.delivery_id}\0${row.round}`) ?? []).map(attemptFromRow),
+      createdAt: row.created_at,
+      replayedAt: row.replayed_at,
+    }));
+  }
+}
+
+function filterConditions(filter: DeadLetterFilter): Conditions {
+  const where = new Conditions();
+  where.add('endpoint_id = $?', filter.endpointId);
+  where.add('tenant_id = $?', filter.tenantId);
+  where.add('created_at >= $?', filter.since);
+  where.add('created_at < $?', filter.until);
+  if (filter.includeReplayed !== true) where.always('replayed_at IS NULL');
+  return where;
+}

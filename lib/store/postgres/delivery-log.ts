@@ -1,0 +1,105 @@
+/**
+ * The delivery log in PostgreSQL: deliveries and their attempts as the admin
+ * API and the dashboard read them, and the counts the engine and metrics use.
+ */
+import type { Attempt, Delivery, DeliveryStatus } from '../../model.ts';
+import { DeliveryStatus as Status } from '../../model.ts';
+import type { DeliveryFilter } from '../port.ts';
+import { attemptFromRow, deliveryFromRow, type AttemptRow, type DeliveryRow } from './rows.ts';
+import { named, type Sql, type Statement } from './sql.ts';
+
+/** Listing limits: the port's default, and a cap so one request cannot read the whole table. */
+export const DEFAULT_LIST_LIMIT = 100;
+export const MAX_LIST_LIMIT = 1_000;
+
+export class DeliveryLogQueries {
+  readonly #s: string;
+  readonly #get: Statement;
+  readonly #nextDueAt: Statement;
+
+  constructor(schema: string) {
+    const s = schema;
+    this.#s = s;
+    this.#get = named(s, 'delivery_get', `SELECT * FROM ${s}.deliveries WHERE id = $1`);
+    this.#nextDueAt = named(s, 'next_due_at', `SELECT d.next_attempt_at FROM ${s}.deliveries d
+      WHERE d.status = 'pending'
+        AND EXISTS (SELECT 1 FROM ${s}.endpoints e WHERE e.id = d.endpoint_id AND e.status = 'enabled')
+      ORDER BY d.next_attempt_at LIMIT 1`);
+  }
+
+  async get(sql: Sql, id: string): Promise<Delivery | undefined> {
+    const [row] = await sql.query<DeliveryRow>(this.#get, [id]);
+    return row === undefined ? undefined : deliveryFromRow(row);
+  }
+
+  /** Newest first, ties by id descending; `after` continues a listing past its last row. */
+  async list(sql: Sql, filter: DeliveryFilter): Promise<Delivery[]> {
+    const where = new Conditions();
+    where.add('endpoint_id = $?', filter.endpointId);
+    where.add('tenant_id = $?', filter.tenantId);
+    where.add('event_id = $?', filter.eventId);
+    where.add('status = $?', filter.status);
+    where.add('created_at >= $?', filter.since);
+    where.add('created_at < $?', filter.until);
+    where.add('event_type = $?', filter.eventType);
+    if (filter.after !== undefined) where.add('(created_at, id) < ($?, $?)', filter.after.createdAt, filter.after.id);
+    const limit = where.value(clampLimit(filter.limit ?? DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT));
+    const rows = await sql.query<DeliveryRow>(
+      `SELECT * FROM ${this.#s}.deliveries ${where.clause()} ORDER BY created_at DESC, id DESC LIMIT ${limit}`,
+      where.values,
+    );
+    return rows.map(deliveryFromRow);
+  }
+
+  async listAttempts(sql: Sql, deliveryId: string): Promise<Attempt[]> {
+    const rows = await sql.query<AttemptRow>(`SELECT * FROM ${this.#s}.attempts WHERE delivery_id = $1 ORDER BY id`, [deliveryId]);
+    return rows.map(attemptFromRow);
+  }
+
+  async count(sql: Sql): Promise<Readonly<Record<DeliveryStatus, number>>> {
+    const counts = Object.fromEntries(Object.values(Status).map((status) => [status, 0])) as Record<DeliveryStatus, number>;
+    const rows = await sql.query<{ status: string; n: number }>(`SELECT status, count(*) AS n FROM ${this.#s}.deliveries GROUP BY status`);
+    for (const { status, n } of rows) {
+      if (status in counts) counts[status as DeliveryStatus] = n;
+    }
+    return counts;
+  }
+
+  async nextDueAt(sql: Sql): Promise<number | undefined> {
+    const [row] = await sql.query<{ next_attempt_at: number }>(this.#nextDueAt);
+    return row?.next_attempt_at;
+  }
+}
+
+/** A WHERE clause built from the filters that are set, with numbered parameters. */
+export class Conditions {
+  readonly values: unknown[] = [];
+  readonly #parts: string[] = [];
+
+  /** Adds `condition` (each `$?` takes the next of `values`) unless its first value is undefined. */
+  add(condition: string, ...values: unknown[]): void {
+    if (values[0] === undefined) return;
+    let i = 0;
+    this.#parts.push(condition.replace(/\$\?/g, () => this.value(values[i++])));
+  }
+
+  /** Adds a condition that takes no value. */
+  always(condition: string): void {
+    this.#parts.push(condition);
+  }
+
+  /** A parameter for `value`: its placeholder. */
+  value(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+
+  clause(): string {
+    return this.#parts.length === 0 ? '' : `WHERE ${this.#parts.join(' AND ')}`;
+  }
+}
+
+export function clampLimit(limit: number, max: number): number {
+  if (!Number.isFinite(limit)) return max;
+  return Math.min(Math.max(0, Math.floor(limit)), max);
+}

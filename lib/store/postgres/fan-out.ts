@@ -1,0 +1,130 @@
+/**
+ * The outbox and fan-out in PostgreSQL: events waiting to be fanned out,
+ * and the one statement that turns a batch of them into deliveries.
+ */
+import { NotFoundError } from '../../errors.ts';
+import type { Delivery, OutboxEvent } from '../../model.ts';
+import type { FanOut, FanOutClaim } from '../port.ts';
+import { deliveryColumns, deliveryFromRow, eventFromRow, type DeliveryRow, type EventRow } from './rows.ts';
+import { named, type Sql, type Statement } from './sql.ts';
+import { workNotice } from './work-notice.ts';
+
+export class FanOutQueries {
+  readonly #s: string;
+  readonly #unfanned: Statement;
+  readonly #countUnfanned: Statement;
+  readonly #record: Statement;
+  readonly #getEvent: Statement;
+
+  constructor(schema: string) {
+    const s = schema;
+    this.#s = s;
+    // Both through the partial index of waiting events: cost follows the rows read, not the history.
+    this.#unfanned = named(s, 'events_unfanned',
+      `SELECT * FROM ${s}.events WHERE fanned_out_at IS NULL ORDER BY created_at, seq LIMIT $1`);
+    this.#countUnfanned = named(s, 'events_count_unfanned',
+      `SELECT count(*) AS n FROM (SELECT 1 FROM ${s}.events WHERE fanned_out_at IS NULL LIMIT $1) waiting`);
+    this.#getEvent = named(s, 'event_get', `SELECT * FROM ${s}.events WHERE id = $1`);
+    /*
+     * One statement, so one round trip and atomic without a transaction: every event of the
+     * batch is marked fanned out and its deliveries inserted, or nothing is written when one of
+     * the events is not stored (`found` short of `wanted`). A delivery named for claiming whose
+     * slot the owner holds goes in in flight at the slot's epoch; the others go in pending, and
+     * when some did, the other processes are told (they may own those slots).
+     *   $1 event ids, $2 now, $3 owner (or null), $4–$12 the deliveries' columns, $13 claim flags
+     */
+    this.#record = named(s, 'fan_out_record', `
+      WITH wanted AS (SELECT DISTINCT unnest($1::text[]) AS id),
+      found AS (SELECT count(*) AS n FROM ${s}.events e JOIN wanted w ON w.id = e.id),
+      complete AS (SELECT (SELECT n FROM found) = (SELECT count(*) FROM wanted) AS ok),
+      marked AS (
+        UPDATE ${s}.events SET fanned_out_at = COALESCE(fanned_out_at, $2)
+        WHERE id IN (SELECT id FROM wanted) AND (SELECT ok FROM complete)
+        RETURNING id
+      ),
+      planned AS (
+        SELECT p.*, l.epoch
+        FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::bool[])
+          AS p(id, event_id, endpoint_id, tenant_id, event_type, slot, next_attempt_at, created_at, claim)
+        LEFT JOIN ${s}.leases l ON p.claim AND l.slot = p.slot AND l.owner = $3 AND l.until > $2
+        WHERE (SELECT ok FROM complete)
+      ),
+      inserted AS (
+        INSERT INTO ${s}.deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot, status, attempts, round,
+          next_attempt_at, lease_epoch, last_error, created_at, updated_at, delivered_at)
+        SELECT id, event_id, endpoint_id, tenant_id, event_type, slot,
+          CASE WHEN epoch IS NULL THEN 'pending' ELSE 'in_flight' END, 0, 0,
+          next_attempt_at, COALESCE(epoch, 0), NULL, created_at, CASE WHEN epoch IS NULL THEN created_at ELSE $2 END, NULL
+        FROM planned
+        ON CONFLICT (id) DO NOTHING
+        RETURNING ${deliveryColumns(`${s}.deliveries`)}
+      )
+      SELECT 'claimed' AS kind, ${deliveryColumns('inserted')} FROM inserted WHERE status = 'in_flight'
+      UNION ALL
+      SELECT 'missing', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+      WHERE NOT (SELECT ok FROM complete)
+      UNION ALL
+      SELECT 'notified', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+      FROM (SELECT ${workNotice(s)} FROM inserted WHERE status = 'pending' LIMIT 1) notice`);
+  }
+
+  /** Idempotent: an event whose id is already stored is left as it is. One statement for the batch. */
+  async append(sql: Sql, events: readonly OutboxEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await sql.query(
+      `INSERT INTO ${this.#s}.events (id, tenant_id, type, payload, created_at, endpoint_id)
+       SELECT id, tenant_id, type, payload, created_at, endpoint_id
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[])
+         WITH ORDINALITY AS e(id, tenant_id, type, payload, created_at, endpoint_id, n)
+       ORDER BY n
+       ON CONFLICT (id) DO NOTHING`,
+      [
+        events.map((e) => e.id),
+        events.map((e) => e.tenantId),
+        events.map((e) => e.type),
+        events.map((e) => e.payload),
+        events.map((e) => e.createdAt),
+        events.map((e) => e.endpointId),
+      ],
+    );
+  }
+
+  async unfanned(sql: Sql, limit: number): Promise<OutboxEvent[]> {
+    return (await sql.query<EventRow>(this.#unfanned, [Math.max(0, Math.floor(limit))])).map(eventFromRow);
+  }
+
+  async countUnfanned(sql: Sql, cap: number): Promise<number> {
+    const [row] = await sql.query<{ n: number }>(this.#countUnfanned, [Math.max(0, Math.floor(cap))]);
+    return row?.n ?? 0;
+  }
+
+  async record(sql: Sql, fanOuts: readonly FanOut[], now: number, claim?: FanOutClaim): Promise<Delivery[]> {
+    const eventIds = fanOuts.map((f) => f.eventId);
+    const deliveries = fanOuts.flatMap((f) => f.deliveries);
+    const rows = await sql.query<DeliveryRow & { kind: 'claimed' | 'missing' | 'notified' }>(this.#record, [
+      eventIds,
+      now,
+      claim?.owner ?? null,
+      deliveries.map((d) => d.id),
+      deliveries.map((d) => d.eventId),
+      deliveries.map((d) => d.endpointId),
+      deliveries.map((d) => d.tenantId),
+      deliveries.map((d) => d.eventType),
+      deliveries.map((d) => d.slot),
+      deliveries.map((d) => d.nextAttemptAt),
+      deliveries.map((d) => d.createdAt),
+      deliveries.map((d) => claim?.deliveryIds.has(d.id) === true),
+    ]);
+    if (rows.some((row) => row.kind === 'missing')) {
+      const stored = new Set((await sql.query<{ id: string }>(
+        `SELECT id FROM ${this.#s}.events WHERE id = ANY($1::text[])`, [eventIds])).map((row) => row.id));
+      throw new NotFoundError('event', eventIds.find((id) => !stored.has(id)) ?? eventIds[0]!);
+    }
+    return rows.filter((row) => row.kind === 'claimed').map(deliveryFromRow);
+  }
+
+  async getEvent(sql: Sql, id: string): Promise<OutboxEvent | undefined> {
+    const [row] = await sql.query<EventRow>(this.#getEvent, [id]);
+    return row === undefined ? undefined : eventFromRow(row);
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Retention in PostgreSQL: attempts and dead letters older than the horizon
+ * go, and fanned-out events with nothing left to deliver, a bounded chunk per
+ * statement, so a large purge never holds many rows locked nor one long
+ * transaction open (which would keep vacuum from reclaiming dead rows).
+ */
+import type { Sql } from './sql.ts';
+
+export const PURGE_CHUNK = 500;
+
+/** Statuses a delivery never leaves (a replay aside, which needs the dead letter the purge keeps). */
+const TERMINAL_STATUSES_SQL = `('delivered', 'dead', 'cancelled')`;
+
+export class RetentionQueries {
+  readonly #s: string;
+
+  constructor(schema: string) {
+    this.#s = schema;
+  }
+
+  async purgeAttempts(sql: Sql, before: number): Promise<number> {
+    return this.#count(sql, `WITH gone AS (DELETE FROM ${this.#s}.attempts WHERE id IN
+      (SELECT id FROM ${this.#s}.attempts WHERE started_at < $1 LIMIT ${PURGE_CHUNK}) RETURNING 1)
+      SELECT count(*) AS n FROM gone`, before);
+  }
+
+  async purgeDeadLetters(sql: Sql, before: number): Promise<number> {
+    return this.#count(sql, `WITH gone AS (DELETE FROM ${this.#s}.dead_letters WHERE id IN
+      (SELECT id FROM ${this.#s}.dead_letters WHERE created_at < $1 LIMIT ${PURGE_CHUNK}) RETURNING 1)
+      SELECT count(*) AS n FROM gone`, before);
+  }
+
+  /**
+   * An event goes once it is fanned out, every delivery of it finished before the horizon, and no
+   * dead letter of it still waits for a replay (a replay needs the event to send); its deliveries
+   * go with it.
+   */
+  async purgeEvents(sql: Sql, before: number): Promise<number> {
+    const s = this.#s;
+    return this.#count(sql, `WITH doomed AS (
+        SELECT ev.id FROM ${s}.events ev
+        WHERE ev.created_at < $1 AND ev.fanned_out_at IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM ${s}.deliveries d WHERE d.event_id = ev.id
+            AND (d.status NOT IN ${TERMINAL_STATUSES_SQL} OR d.updated_at >= $1))
+          AND NOT EXISTS (SELECT 1 FROM ${s}.dead_letters dl WHERE dl.event_id = ev.id AND dl.replayed_at IS NULL)
+        LIMIT ${PURGE_CHUNK}
+        FOR UPDATE SKIP LOCKED
+      ),
+      deliveries_gone AS (DELETE FROM ${s}.deliveries WHERE event_id IN (SELECT id FROM doomed)),
+      gone AS (DELETE FROM ${s}.events WHERE id IN (SELECT id FROM doomed) RETURNING 1)
+      SELECT count(*) AS n FROM gone`, before);
+  }
+
+  async #count(sql: Sql, text: string, before: number): Promise<number> {
+    const [row] = await sql.query<{ n: number }>(text, [before]);
+    return row?.n ?? 0;
+  }
+}
