@@ -112,17 +112,20 @@ describe('PostgresStore (what only PostgreSQL does)', () => {
     it('opens a PostgresStore in the schema the URI names, and refuses a bad URI naming the rule, password hidden', async () => {
       const url = new URL(await sharedDatabase());
       url.searchParams.set('schema', 'herald_from_uri');
+      url.searchParams.set('poolSize', '3');
       const store = await openStore(url.toString(), { clock, pollIntervalMs: 50 });
       // (not instanceOf: the loader gives the dynamically imported module a class of its own)
       expect(store.constructor.name).to.equal('PostgresStore');
       stores.push(store as PostgresStore);
       expect((store as PostgresStore).schema).to.equal('herald_from_uri');
+      expect((store as PostgresStore).poolSize).to.equal(3);
       expect(await store.init({ slotCount: SLOTS })).to.deep.equal({ slotCount: SLOTS });
 
       for (const [setting, rule] of [
         ['postgres://u:s3cret@/db', /host/],
         ['postgres://u:s3cret@h', /database/],
         ['postgresql://u:s3cret@h/db?schema=Bad-Name', /schema/],
+        ['postgres://u:s3cret@h/db?poolSize=0', /poolSize.*from 1 to 1000/],
       ] as const) {
         const thrown = await openStore(setting, { clock, pollIntervalMs: 50 }).catch((e: unknown) => e);
         expect(isHeraldError(thrown) && thrown.code, setting).to.equal(ErrorCode.INVALID_CONFIG);

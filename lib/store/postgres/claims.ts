@@ -41,6 +41,8 @@ export class ClaimQueries {
   readonly #byScan: Statement;
   readonly #byEndpoint: Statement;
   readonly #forEndpoints: Statement;
+  /** The hot statements by name, for their plans (spec/store/postgres-plans.spec.ts). */
+  readonly statements: Readonly<Record<'countDue' | 'claimByScan' | 'claimByEndpoint' | 'claimForEndpoints', Statement>>;
 
   constructor(schema: string) {
     const s = schema;
@@ -118,6 +120,7 @@ export class ClaimQueries {
         ) d
       ),
       ${claimedWithEvents(s, '$5')}`);
+    this.statements = { countDue: this.#countDue, claimByScan: this.#byScan, claimByEndpoint: this.#byEndpoint, claimForEndpoints: this.#forEndpoints };
   }
 
   async claimDue(sql: Sql, request: ClaimRequest): Promise<DeliveryJob[]> {

@@ -159,6 +159,11 @@ export class PostgresStore implements Store {
     return this.#schema;
   }
 
+  /** Connections in this process's pool (the work signal's connection is one more). */
+  get poolSize(): number {
+    return this.#poolSize;
+  }
+
   /** How many times the work signal's connection dropped and was opened again. */
   get workSignalRestarts(): number {
     return this.#signal?.restarts ?? 0;

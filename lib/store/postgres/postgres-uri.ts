@@ -1,9 +1,9 @@
 /**
  * The `store` setting of a PostgreSQL store: a `postgres://` (or
  * `postgresql://`) connection string, as `psql` and node-postgres take it,
- * plus one parameter of Herald's own, `schema` (the schema Herald's tables
- * live in, `herald` by default), which is taken out before the rest reaches
- * the driver.
+ * plus two parameters of Herald's own, taken out before the rest reaches the
+ * driver: `schema` (the schema Herald's tables live in, `herald` by default)
+ * and `poolSize` (connections per process, 10 by default).
  */
 import { ValidationError } from '../../errors.ts';
 import { DEFAULT_POSTGRES_SCHEMA, validSchemaName } from './schema.ts';
@@ -12,7 +12,11 @@ export interface PostgresSetting {
   /** What the driver gets: the setting without Herald's `schema` parameter. */
   readonly connectionString: string;
   readonly schema: string;
+  /** Absent: the store's default. */
+  readonly poolSize?: number;
 }
+
+const MAX_POOL_SIZE = 1_000;
 
 export function isPostgresSetting(setting: string): boolean {
   return setting.startsWith('postgres://') || setting.startsWith('postgresql://');
@@ -37,5 +41,12 @@ export function parsePostgresSetting(setting: string): PostgresSetting {
   }
   const schema = validSchemaName(url.searchParams.get('schema') ?? DEFAULT_POSTGRES_SCHEMA, 'store schema parameter');
   url.searchParams.delete('schema');
-  return { connectionString: url.toString(), schema };
+  const poolSizeText = url.searchParams.get('poolSize');
+  url.searchParams.delete('poolSize');
+  if (poolSizeText === null) return { connectionString: url.toString(), schema };
+  const poolSize = Number(poolSizeText);
+  if (!/^\d+$/.test(poolSizeText) || poolSize < 1 || poolSize > MAX_POOL_SIZE) {
+    throw new ValidationError('store poolSize parameter', `must be an integer from 1 to ${MAX_POOL_SIZE} (got ${JSON.stringify(poolSizeText)})`);
+  }
+  return { connectionString: url.toString(), schema, poolSize };
 }

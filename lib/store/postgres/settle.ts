@@ -15,6 +15,8 @@ import { named, type Sql, type Statement } from './sql.ts';
 
 export class SettleQueries {
   readonly #settle: Statement;
+  /** The hot statement, for its plan (spec/store/postgres-plans.spec.ts). */
+  readonly statements: Readonly<Record<'settle', Statement>>;
 
   constructor(schema: string) {
     const s = schema;
@@ -77,6 +79,7 @@ export class SettleQueries {
         RETURNING delivery_id
       )
       SELECT id, event_id, kind = 'dead' AND id NOT IN (SELECT delivery_id FROM dead) AS event_missing FROM settled`);
+    this.statements = { settle: this.#settle };
   }
 
   /**

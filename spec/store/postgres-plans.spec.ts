@@ -1,0 +1,125 @@
+/**
+ * The plans of the PostgreSQL store's hot statements, on a table with a long
+ * history and a backlog: each reads the deliveries, events and attempts
+ * through an index, never by scanning the table, so its cost follows the rows
+ * it takes, not what the tables hold. With HERALD_SPEC_PLANS=1 the plans are
+ * printed (one line per node), as docs/POSTGRES.md shows them.
+ */
+import { expect } from 'chai';
+import pg from 'pg';
+import { ManualClock } from '../../lib/clock.ts';
+import { slotOf } from '../../lib/ids.ts';
+import { ClaimQueries } from '../../lib/store/postgres/claims.ts';
+import { FanOutQueries } from '../../lib/store/postgres/fan-out.ts';
+import { PostgresStore } from '../../lib/store/postgres/postgres-store.ts';
+import { SettleQueries } from '../../lib/store/postgres/settle.ts';
+import type { Statement } from '../../lib/store/postgres/sql.ts';
+import { createTestDatabase } from '../support/postgres-server.ts';
+
+const SCHEMA = 'herald_plans';
+const SLOTS = 8;
+const ENDPOINTS = 100;
+const HISTORY = 53_000;
+const BACKLOG = 5_000;
+const UNFANNED = 2_000;
+const NOW = 1_800_000_000_000;
+/** Tables whose size grows with traffic: never scanned whole by a hot statement. */
+const GROWING = new Set(['deliveries', 'events', 'attempts', 'dead_letters']);
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
+
+function nodesOf(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(nodesOf)];
+}
+
+function describePlan(plan: PlanNode, depth = 0): string[] {
+  const what = [plan['Node Type'], plan['Relation Name'] && `on ${plan['Relation Name']}`, plan['Index Name'] && `using ${plan['Index Name']}`]
+    .filter(Boolean).join(' ');
+  return [`${'  '.repeat(depth)}${what}`, ...(plan.Plans ?? []).flatMap((child) => describePlan(child, depth + 1))];
+}
+
+describe('PostgresStore hot statements on a long history (EXPLAIN)', function () {
+  this.timeout(60_000);
+  let pool: pg.Pool;
+  let store: PostgresStore;
+  const endpointIds = Array.from({ length: ENDPOINTS }, (_, i) => `ep_${String(i).padStart(3, '0')}`);
+
+  before(async () => {
+    const url = await createTestDatabase();
+    store = new PostgresStore({ connectionString: url, schema: SCHEMA, clock: new ManualClock(NOW) });
+    await store.init({ slotCount: SLOTS });
+    pool = new pg.Pool({ connectionString: url, max: 1 });
+    const s = SCHEMA;
+    await pool.query(`INSERT INTO ${s}.endpoints (id, tenant_id, url, description, event_types, retry, timeout_ms, mode, concurrency,
+        status, disabled_reason, failing_since, secrets, created_at, updated_at)
+      SELECT id, 'acme', 'https://hooks.example.com/' || id, '', '[]', '{"preset":"default"}', 10000, 'at-least-once', 4,
+        'enabled', NULL, NULL, '[]', 0, 0 FROM unnest($1::text[]) AS id`, [endpointIds]);
+    await pool.query(`INSERT INTO ${s}.events (id, tenant_id, type, payload, created_at, endpoint_id, fanned_out_at)
+      SELECT 'evt_' || lpad(g::text, 12, '0'), 'acme', 'a.b', '{"n":1}', g, NULL, CASE WHEN g <= $1 THEN g END
+      FROM generate_series(1, $2::int) AS g`, [HISTORY + BACKLOG, HISTORY + BACKLOG + UNFANNED]);
+    await pool.query(`INSERT INTO ${s}.deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot, status, attempts, round,
+        next_attempt_at, lease_epoch, last_error, created_at, updated_at, delivered_at)
+      SELECT 'dlv_' || lpad(g::text, 12, '0'), 'evt_' || lpad(g::text, 12, '0'), ep.id, 'acme', 'a.b', ep.slot,
+        CASE WHEN g <= $1 THEN 'delivered' ELSE 'pending' END, CASE WHEN g <= $1 THEN 1 ELSE 0 END, 0,
+        CASE WHEN g <= $1 THEN g ELSE $3::bigint - 1000 END, 1, NULL, g, g, CASE WHEN g <= $1 THEN g END
+      FROM generate_series(1, $2::int) AS g
+      JOIN unnest($4::text[], $5::int[]) WITH ORDINALITY AS ep(id, slot, n) ON ep.n = g % ${ENDPOINTS} + 1`,
+      [HISTORY, HISTORY + BACKLOG, NOW, endpointIds, endpointIds.map((id) => slotOf(id, SLOTS))]);
+    await pool.query(`INSERT INTO ${s}.attempts (delivery_id, number, round, started_at, duration_ms, outcome, error)
+      SELECT 'dlv_' || lpad(g::text, 12, '0'), 1, 0, g, 5, '{"kind":"response","status":200}', NULL FROM generate_series(1, $1::int) AS g`, [HISTORY]);
+    await pool.query(`INSERT INTO ${s}.leases (slot, owner, until, epoch) SELECT g, 'node-a', $1, 1 FROM generate_series(0, $2::int) AS g`,
+      [NOW + 60_000, SLOTS - 1]);
+    await pool.query(`ANALYZE ${s}.endpoints, ${s}.events, ${s}.deliveries, ${s}.attempts, ${s}.leases`);
+  });
+
+  after(async () => {
+    await pool?.end();
+    await store?.close();
+  });
+
+  async function plan(statement: Statement, values: readonly unknown[]): Promise<PlanNode> {
+    const { rows } = await pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (FORMAT JSON) ${statement.text}`, values as unknown[]);
+    return rows[0]!['QUERY PLAN'][0].Plan;
+  }
+
+  const claims = new ClaimQueries(SCHEMA).statements;
+  const fanOut = new FanOutQueries(SCHEMA).statements;
+  const settle = new SettleQueries(SCHEMA).statements;
+  const due = endpointIds.slice(0, 10);
+  const unfannedIds = Array.from({ length: 100 }, (_, i) => `evt_${String(HISTORY + BACKLOG + 1 + i).padStart(12, '0')}`);
+  const deliveriesOf = unfannedIds.map((id, i) => ({ id: `dlv_new_${i}`, eventId: id, endpointId: endpointIds[i % ENDPOINTS]! }));
+  const settlementIds = Array.from({ length: 100 }, (_, i) => `dlv_${String(HISTORY + 1 + i).padStart(12, '0')}`);
+  const cases: Array<[string, Statement, () => readonly unknown[]]> = [
+    ['events waiting to fan out', fanOut.unfanned, () => [100]],
+    ['count of the waiting events', fanOut.countUnfanned, () => [100_000]],
+    ['fan-out of 100 events, claiming', fanOut.recordFanOuts, () => [
+      unfannedIds, NOW, 'node-a', deliveriesOf.map((d) => d.id), deliveriesOf.map((d) => d.eventId), deliveriesOf.map((d) => d.endpointId),
+      deliveriesOf.map(() => 'acme'), deliveriesOf.map(() => 'a.b'), deliveriesOf.map((d) => slotOf(d.endpointId, SLOTS)),
+      deliveriesOf.map(() => NOW), deliveriesOf.map(() => NOW), deliveriesOf.map(() => true),
+    ]],
+    ['count of the due backlog', claims.countDue, () => [NOW, 1_001]],
+    ['claim by scan', claims.claimByScan, () => ['node-a', NOW, [], null, 10, 100]],
+    ['claim by endpoint', claims.claimByEndpoint, () => ['node-a', NOW, [], null, 10, 100]],
+    ['claim for 10 named endpoints', claims.claimForEndpoints, () => [due, due.map((id) => slotOf(id, SLOTS)), due.map(() => 10), 'node-a', NOW]],
+    ['settle of 100 attempts', settle.settle, () => [
+      settlementIds, settlementIds.map((_, i) => (i % 10 === 0 ? 'retry' : 'delivered')), settlementIds.map(() => 1),
+      settlementIds.map((_, i) => (i % 10 === 0 ? NOW + 60_000 : null)), settlementIds.map(() => null), settlementIds.map(() => NOW),
+      settlementIds.map(() => 5), settlementIds.map(() => '{"kind":"response","status":200}'), settlementIds.map(() => null),
+      settlementIds.map(() => null), NOW,
+    ]],
+  ];
+
+  for (const [name, statement, values] of cases) {
+    it(`${name}: reads the growing tables through indexes only`, async () => {
+      const tree = await plan(statement, values());
+      if (process.env.HERALD_SPEC_PLANS === '1') console.log(`      ${name}:\n${describePlan(tree, 4).map((line) => `      ${line}`).join('\n')}`);
+      const scanned = nodesOf(tree).filter((node) => node['Node Type'] === 'Seq Scan' && GROWING.has(node['Relation Name'] ?? ''));
+      expect(scanned.map((node) => node['Relation Name']), `${name} scans a whole table`).to.deep.equal([]);
+    });
+  }
+});
