@@ -15,6 +15,7 @@ import { systemClock, systemRandom, type Clock, type Random } from './clock.ts';
 import { LeaseKeeper } from './cluster/lease-keeper.ts';
 import { LocalNodes, localNodesFolder, storeKeyOf, type ProcessProbe } from './cluster/local-nodes.ts';
 import type { HeraldConfig } from './config/config.ts';
+import { deliveryHeaders } from './delivery/delivery-headers.ts';
 import { createSender, type Sender } from './delivery/sender.ts';
 import {
   validateEndpointChanges,
@@ -28,11 +29,10 @@ import { Supervisor } from './engine/supervisor.ts';
 import { Ticker } from './engine/ticker.ts';
 import { ConflictError, NotFoundError, ValidationError } from './errors.ts';
 import { newId } from './ids.ts';
-import type { Attempt, DeadLetter, Delivery, Endpoint, OutboxEvent } from './model.ts';
+import { DisabledReason, type Attempt, type DeadLetter, type Delivery, type Endpoint, type OutboxEvent } from './model.ts';
 import { outboxEventOf, validateEventInputs } from './producer/validate-event.ts';
 import { secretKey, generateSecret } from './signing/secret.ts';
 import { SigningPool } from './signing/signing-pool.ts';
-import { webhookHeaders } from './signing/signature.ts';
 import { openStore } from './store/open-store.ts';
 import type { DeadLetterFilter, DeliveryFilter, SlotLease, Store } from './store/port.ts';
 import { StoreHealth, type StoreAvailability } from './store/store-health.ts';
@@ -239,16 +239,18 @@ export class Herald {
           random,
           limiter: this.#limiter,
           health: config.health,
+          disableOnGone: config.delivery.disableOnGone,
           emit,
           sign: async (job, endpoint, timestampSec) => {
             const now = clock.now();
             const keys = endpoint.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now).map((s) => secretKey(s.secret));
             const signature = await this.#signer.sign({ keys, id: job.event.id, timestampSec, body: job.event.payload });
-            return { ...webhookHeaders(job.event.id, timestampSec, signature) };
+            return { ...deliveryHeaders(job.event.id, timestampSec, signature) };
           },
           send: (request) => this.#sender.send(request),
-          disable: async (endpointId, reason) => {
-            await store.updateEndpoint(endpointId, { status: 'disabled', disabledReason: `failing: ${reason}` }, clock.now());
+          listAttempts: (deliveryId) => store.listAttempts(deliveryId),
+          disable: async (endpointId, disabledReason) => {
+            await store.updateEndpoint(endpointId, { status: 'disabled', disabledReason }, clock.now());
           },
         },
         onFenced: () => {
@@ -370,7 +372,7 @@ export class Herald {
   }
 
   async disableEndpoint(id: string): Promise<EndpointView> {
-    return this.#patch(id, { status: 'disabled', disabledReason: 'operator' });
+    return this.#patch(id, { status: 'disabled', disabledReason: DisabledReason.OPERATOR });
   }
 
   /** A new current secret; the previous one keeps signing for `signing.rotationOverlapMs`. */

@@ -29,6 +29,7 @@ export {
   isHeraldError,
   hasCode,
 } from './errors.ts';
-export type { OutboxEvent, Endpoint, Delivery, Attempt, Outcome, DeadLetter, DeliveryMode, RetrySpec } from './model.ts';
+export type { OutboxEvent, Endpoint, Delivery, Attempt, Outcome, DeadLetter, DeliveryMode, RetrySpec, RetryFormula } from './model.ts';
+export { DisabledReason, JitterKind } from './model.ts';
 export type { Store } from './store/port.ts';
 export { OperationalEventType, type OperationalEvent, type EngineEvents } from './engine/engine-events.ts';

@@ -22,17 +22,71 @@ export const DeliveryMode = {
 } as const;
 export type DeliveryMode = (typeof DeliveryMode)[keyof typeof DeliveryMode];
 
+/** Why an endpoint was disabled. */
+export const DisabledReason = {
+  /** By hand: the admin API, the CLI or the dashboard. */
+  OPERATOR: 'operator',
+  /** Failing without a success for `health.disableAfterMs`. */
+  FAILING: 'failing',
+  /** It answered `410 Gone` (with `delivery.disableOnGone`, the default). */
+  GONE: 'gone',
+} as const;
+export type DisabledReason = (typeof DisabledReason)[keyof typeof DisabledReason];
+
 export const EndpointStatus = {
   ENABLED: 'enabled',
-  /** Disabled by an operator or after failing continuously; its deliveries wait. */
+  /** Disabled by an operator, after failing continuously, or on a 410 Gone ({@link DisabledReason}); its deliveries wait. */
   DISABLED: 'disabled',
 } as const;
 export type EndpointStatus = (typeof EndpointStatus)[keyof typeof EndpointStatus];
 
-/** A retry schedule: a named preset or explicit ISO-8601 durations between attempts. */
+/**
+ * How a retry's wait is spread, so deliveries that failed together do not all
+ * come back at the same instant (the formulas: docs/DELIVERY.md, "Jitter").
+ */
+export const JitterKind = {
+  /** The wait moved uniformly within ±20 % of itself: the default. */
+  PLUS_MINUS_20_PERCENT: '±20%',
+  /** Uniform between 0 and the wait. */
+  FULL: 'full',
+  /** Half the wait, plus uniform between 0 and the other half. */
+  EQUAL: 'equal',
+  /** AWS's decorrelated jitter, `min(max, uniform(initial, previous × 3))`: a formula's only, it needs `initial` and `max`. */
+  DECORRELATED: 'decorrelated',
+} as const;
+export type JitterKind = (typeof JitterKind)[keyof typeof JitterKind];
+/** The jitter kinds a preset or an explicit schedule takes: all but `decorrelated`, which has no `initial` or `max` there. */
+export type ScheduleJitterKind = Exclude<JitterKind, typeof JitterKind.DECORRELATED>;
+
+export type RetryPresetName = 'aggressive' | 'default' | 'relaxed';
+
+/**
+ * Retry waits by formula: the wait after attempt n is `initial × multiplier^(n−1)`, at most `max`
+ * (ISO-8601 durations), jittered. It stops after `attempts` attempts in all, or when the next
+ * attempt would fall beyond `window` since the round's first attempt, whichever comes first: at
+ * least one of the two is given. `decorrelated` jitter grows by its own factor, so it takes no
+ * `multiplier`.
+ */
+export type RetryFormula = {
+  readonly initial: string;
+  readonly max: string;
+} & (
+  | { readonly attempts: number; readonly window?: string }
+  | { readonly attempts?: undefined; readonly window: string }
+) &
+  (
+    | { readonly multiplier: number; readonly jitter?: ScheduleJitterKind }
+    | { readonly multiplier?: undefined; readonly jitter: typeof JitterKind.DECORRELATED }
+  );
+
+/**
+ * An endpoint's retry policy: a named preset, explicit ISO-8601 durations between attempts, or a
+ * formula. Stored whole, as given (after validation); `jitter` absent means `±20%`.
+ */
 export type RetrySpec =
-  | { readonly preset: 'aggressive' | 'default' | 'relaxed' }
-  | { readonly schedule: readonly string[] };
+  | { readonly preset: RetryPresetName; readonly jitter?: ScheduleJitterKind }
+  | { readonly schedule: readonly string[]; readonly jitter?: ScheduleJitterKind }
+  | RetryFormula;
 
 /** A `whsec_` signing secret. During a rotation the old one keeps signing until `expiresAt`. */
 export interface SigningSecret {
@@ -55,7 +109,10 @@ export interface Endpoint {
   /** Requests in flight to this endpoint at once. */
   readonly concurrency: number;
   readonly status: EndpointStatus;
-  /** Why it is disabled (`operator` or `failing`), when it is. */
+  /**
+   * Why it is disabled, when it is: `operator`, or a {@link DisabledReason} followed by a colon and
+   * the detail (`failing: …`, `gone: HTTP 410 Gone for delivery dlv_…`).
+   */
   readonly disabledReason: string | null;
   /** When the current run of failures without a success began; `null` when healthy. */
   readonly failingSince: number | null;

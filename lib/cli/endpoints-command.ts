@@ -14,7 +14,8 @@ interface EndpointView {
   readonly url: string;
   readonly description: string;
   readonly eventTypes: readonly string[];
-  readonly retry: { preset?: string; schedule?: readonly string[] };
+  /** A preset, a schedule or a formula, each with an optional `jitter` (lib/model.ts, `RetrySpec`). */
+  readonly retry: { readonly preset?: string; readonly schedule?: readonly string[]; readonly jitter?: string } & Record<string, unknown>;
   readonly timeoutMs: number;
   readonly mode: string;
   readonly concurrency: number;
@@ -58,9 +59,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
         if (values.tenant === undefined || target === undefined) throw new UsageError('endpoints add: the endpoint URL and --tenant are required');
         const body: Record<string, unknown> = { tenantId: values.tenant, url: target };
         if (values['event-types'] !== undefined) body.eventTypes = list(values['event-types']);
-        if (values.retry !== undefined) {
-          body.retry = ['default', 'aggressive', 'relaxed'].includes(values.retry) ? { preset: values.retry } : { schedule: list(values.retry) };
-        }
+        if (values.retry !== undefined) body.retry = retryOption(values.retry);
         if (values['timeout-ms'] !== undefined) body.timeoutMs = parseInteger('timeout-ms', values['timeout-ms'], 1, 10_000_000);
         if (values.concurrency !== undefined) body.concurrency = parseInteger('concurrency', values.concurrency, 1, 10_000);
         if (values.mode !== undefined) body.mode = values.mode;
@@ -132,7 +131,7 @@ function show(e: EndpointView): string {
     ['status', statusText(e)],
     ['description', e.description],
     ['event types', e.eventTypes.length === 0 ? '* (all)' : e.eventTypes],
-    ['retry', e.retry.preset ?? e.retry.schedule],
+    ['retry', retryText(e.retry)],
     ['timeout', `${e.timeoutMs} ms`],
     ['mode', e.mode],
     ['concurrency', e.concurrency],
@@ -141,6 +140,29 @@ function show(e: EndpointView): string {
     ['created', time(e.createdAt)],
     ['updated', time(e.updatedAt)],
   ]);
+}
+
+/**
+ * `--retry`: a preset name, comma-separated ISO-8601 durations, or a JSON object (a formula, or
+ * any retry spec with its `jitter`), passed to the API as it is: the API validates it.
+ */
+function retryOption(text: string): unknown {
+  if (text.trimStart().startsWith('{')) {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw new UsageError(`--retry: a JSON retry policy must be valid JSON (got ${text})`);
+    }
+  }
+  return ['default', 'aggressive', 'relaxed'].includes(text) ? { preset: text } : { schedule: list(text) };
+}
+
+/** A preset by name, a schedule as its durations (jitter added when not the default), a formula as its JSON. */
+function retryText(retry: EndpointView['retry']): string {
+  const jitter = retry.jitter === undefined ? '' : `, jitter ${retry.jitter}`;
+  if (retry.preset !== undefined) return `${retry.preset}${jitter}`;
+  if (retry.schedule !== undefined) return `${retry.schedule.join(',')}${jitter}`;
+  return JSON.stringify(retry);
 }
 
 function list(text: string): string[] {

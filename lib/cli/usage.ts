@@ -17,13 +17,16 @@ Options:
 
 export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|list|show|enable|disable|rotate-secret> [options]
 
-  herald endpoints add <endpoint url> --tenant <id> [--event-types a.b,c.*] [--retry default|aggressive|relaxed|PT10S,PT1M]
+  herald endpoints add <endpoint url> --tenant <id> [--event-types a.b,c.*] [--retry default|aggressive|relaxed|PT10S,PT1M|<JSON>]
                        [--timeout-ms <n>] [--concurrency <n>] [--mode at-least-once|at-most-once] [--description <text>] [--id <id>]
   herald endpoints list [--tenant <id>]
   herald endpoints show <id>
   herald endpoints enable <id>          re-enable; its waiting deliveries go out at once
   herald endpoints disable <id>
-  herald endpoints rotate-secret <id>   a new secret; the old one keeps signing for signing.rotationOverlapMs`;
+  herald endpoints rotate-secret <id>   a new secret; the old one keeps signing for signing.rotationOverlapMs
+
+  --retry takes a preset, comma-separated ISO-8601 durations, or a retry policy as JSON, e.g. a formula:
+          '{"initial":"PT30S","multiplier":2,"max":"PT6H","attempts":9,"jitter":"full"}'`;
 
 export const PUBLISH_USAGE = `Usage: herald publish --tenant <id> --type <event type> --payload <json | @file | -> [--endpoint <id>] [--id <event id>]
 

@@ -56,6 +56,8 @@ export interface HeraldConfig {
     readonly connectionsPerOrigin: number;
     /** Default retry preset for new endpoints. */
     readonly retry: RetryPresetName;
+    /** A `410 Gone` disables its endpoint at once (Standard Webhooks); `false`: it only dead-letters the delivery. @default true */
+    readonly disableOnGone: boolean;
   };
   readonly breaker: {
     readonly errorThresholdPercentage: number;
@@ -157,7 +159,7 @@ const NUMBER_RULES: Readonly<Record<string, Rule>> = {
 };
 
 /** Keys that are true or false. */
-const BOOLEAN_KEYS: readonly string[] = ['engine.storeThread'];
+const BOOLEAN_KEYS: readonly string[] = ['engine.storeThread', 'delivery.disableOnGone'];
 
 /** Reads `config/default.json`: every key with its default. */
 export function defaultConfig(): HeraldConfig {

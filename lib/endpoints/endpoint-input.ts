@@ -5,7 +5,7 @@
 import { ValidationError } from '../errors.ts';
 import { DeliveryMode, type Endpoint, type RetrySpec } from '../model.ts';
 import { validateEndpointUrl } from '../delivery/validate-url.ts';
-import { resolveRetrySpec } from '../policy/retry-schedule.ts';
+import { resolveRetrySpec } from '../policy/retry-policy.ts';
 
 export interface EndpointDefaults {
   readonly timeoutMs: number;

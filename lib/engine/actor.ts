@@ -17,10 +17,10 @@
 import PQueue from 'p-queue';
 import type { Clock, Random } from '../clock.ts';
 import { newId } from '../ids.ts';
-import type { DeliveryJob, Endpoint, Outcome } from '../model.ts';
-import { classify, describeOutcome } from '../policy/classify.ts';
+import { DisabledReason, type Attempt, type DeliveryJob, type Endpoint, type Outcome } from '../model.ts';
+import { classify, describeOutcome, isEndpointGone } from '../policy/classify.ts';
 import { decideNextStep } from '../policy/next-step.ts';
-import { scheduleOf } from '../policy/retry-schedule.ts';
+import { retryPolicyOf } from '../policy/retry-policy.ts';
 import type { AttemptRecord, Settlement } from '../store/port.ts';
 import { BreakerState, type EndpointBreaker } from './breaker.ts';
 import { EndpointHealth, type HealthOptions } from './endpoint-health.ts';
@@ -46,14 +46,18 @@ export interface ActorDeps {
   readonly breaker: EndpointBreaker;
   readonly timers: WakeTimers;
   readonly health: HealthOptions;
+  /** A 410 Gone disables the endpoint at once (`delivery.disableOnGone`); otherwise it only dead-letters the delivery. */
+  readonly disableOnGone: boolean;
   readonly emit: EmitEngineEvent;
-  /** The `webhook-*` headers for this job, signed with the endpoint's active secrets. */
+  /** The request headers for this job: the `webhook-*` ones, signed with the endpoint's active secrets, and `idempotency-key`. */
   sign(job: DeliveryJob, endpoint: Endpoint, timestampSec: number): Promise<Record<string, string>>;
   send(request: { url: string; headers: Record<string, string>; body: string; timeoutMs: number }): Promise<SendResult>;
   /** Writes the settlement; false when it was fenced (the lease moved on). */
   settle(settlement: Settlement): Promise<boolean>;
-  /** Disables the endpoint after it failed for too long. */
-  disable(endpointId: string, reason: string): Promise<void>;
+  /** Every attempt of a delivery, in order, across rounds: read only for a retry policy with a window. */
+  listAttempts(deliveryId: string): Promise<readonly Attempt[]>;
+  /** Disables the endpoint, recording `disabledReason` (`failing: …`, `gone: …`). */
+  disable(endpointId: string, disabledReason: string): Promise<void>;
 }
 
 /** How long a delivery waits when it could not be signed (a fault on our side). */
@@ -215,10 +219,12 @@ export class EndpointActor {
     const now = clock.now();
     const number = job.delivery.attempts + 1;
     const verdict = classify(sent.outcome, now);
+    const retry = retryPolicyOf(endpoint.retry);
     const next = decideNextStep({
       verdict,
       attemptNumber: number,
-      schedule: scheduleOf(endpoint.retry),
+      retry,
+      roundStartedAt: retry.windowMs === undefined || verdict.kind !== 'retry' ? undefined : await this.#roundStartedAt(job, startedAt),
       mode: endpoint.mode,
       now,
       random: this.#deps.random,
@@ -276,7 +282,53 @@ export class EndpointActor {
         detail: next.reason,
       });
     }
+    if (this.#deps.disableOnGone && isEndpointGone(sent.outcome)) {
+      await this.#disable(DisabledReason.GONE, `${error ?? ''} Gone for delivery ${job.delivery.id}`, now, job.delivery.id);
+    }
     await this.#recordHealth(endpoint, next.kind === 'delivered', error, now);
+  }
+
+  /**
+   * When the delivery's current round began. Its attempts are the last `delivery.attempts` of
+   * its log; if retention purged some, the oldest kept stands in. A failed read gives
+   * `undefined` (the window then counts from now): the attempt's result must still be settled.
+   */
+  async #roundStartedAt(job: DeliveryJob, startedAt: number): Promise<number | undefined> {
+    const made = job.delivery.attempts;
+    if (made === 0) return startedAt;
+    try {
+      const log = await this.#deps.listAttempts(job.delivery.id);
+      return (log.at(-made) ?? log[0])?.startedAt;
+    } catch (error) {
+      this.#deps.emit('failure', { where: `attempt log of ${job.delivery.id}`, error });
+      return undefined;
+    }
+  }
+
+  /**
+   * Disables the endpoint, once: an attempt already under way when it happens finds it disabled
+   * and does not disable it again. Deliveries still queued are given back untouched and wait.
+   */
+  async #disable(
+    reason: typeof DisabledReason.FAILING | typeof DisabledReason.GONE,
+    detail: string,
+    now: number,
+    deliveryId?: string,
+  ): Promise<void> {
+    if (this.#endpoint.status !== 'enabled') return;
+    const disabledReason = `${reason}: ${detail}`;
+    const { id: endpointId, tenantId } = this.#endpoint;
+    this.#endpoint = { ...this.#endpoint, status: 'disabled', disabledReason };
+    await this.#deps.disable(endpointId, disabledReason);
+    this.#deps.emit('operational', {
+      type: OperationalEventType.ENDPOINT_DISABLED,
+      reason,
+      endpointId,
+      tenantId,
+      at: now,
+      detail,
+      ...(deliveryId === undefined ? {} : { deliveryId }),
+    });
   }
 
   async #recordHealth(endpoint: Endpoint, delivered: boolean, error: string | null, now: number): Promise<void> {
@@ -292,12 +344,9 @@ export class EndpointActor {
         });
       } else if (transition === 'recovered') {
         this.#deps.emit('operational', { type: OperationalEventType.ENDPOINT_RECOVERED, ...common, detail: 'delivered again' });
-      } else if (this.#endpoint.status === 'enabled') {
+      } else {
         const since = this.#health.failingSince ?? now;
-        const detail = `failing without a success since ${since} (${now - since} ms); last: ${error ?? ''}`;
-        this.#endpoint = { ...this.#endpoint, status: 'disabled', disabledReason: 'failing' };
-        await this.#deps.disable(endpoint.id, detail);
-        this.#deps.emit('operational', { type: OperationalEventType.ENDPOINT_DISABLED, ...common, detail });
+        await this.#disable(DisabledReason.FAILING, `failing without a success since ${since} (${now - since} ms); last: ${error ?? ''}`, now);
       }
     }
   }

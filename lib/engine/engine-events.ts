@@ -2,14 +2,17 @@
  * The engine's typed events: what happened, for logs, metrics, tests and the
  * demo. Nothing listens back into the engine.
  */
-import type { Outcome } from '../model.ts';
+import type { DisabledReason, Outcome } from '../model.ts';
 import type { Settlement } from '../store/port.ts';
 import type { BreakerState } from './breaker.ts';
 
 export const OperationalEventType = {
   /** More than `health.failingThreshold` failures within `health.failingWindowMs`. */
   ENDPOINT_FAILING: 'endpoint.failing',
-  /** Failing continuously for `health.disableAfterMs`: disabled, its deliveries wait. */
+  /**
+   * Disabled by the engine, its deliveries wait: failing continuously for `health.disableAfterMs`,
+   * or it answered 410 Gone (`delivery.disableOnGone`). The event's `reason` says which.
+   */
   ENDPOINT_DISABLED: 'endpoint.disabled',
   /** A success after `endpoint.failing`. */
   ENDPOINT_RECOVERED: 'endpoint.recovered',
@@ -18,14 +21,21 @@ export const OperationalEventType = {
 } as const;
 export type OperationalEventType = (typeof OperationalEventType)[keyof typeof OperationalEventType];
 
-export interface OperationalEvent {
-  readonly type: OperationalEventType;
+interface OperationalEventFields {
   readonly endpointId: string;
   readonly tenantId: string;
   readonly at: number;
   readonly detail: string;
   readonly deliveryId?: string;
 }
+
+/** An operational event; `endpoint.disabled` also names why, as the endpoint's `disabledReason` begins. */
+export type OperationalEvent =
+  | (OperationalEventFields & { readonly type: Exclude<OperationalEventType, typeof OperationalEventType.ENDPOINT_DISABLED> })
+  | (OperationalEventFields & {
+      readonly type: typeof OperationalEventType.ENDPOINT_DISABLED;
+      readonly reason: Exclude<DisabledReason, typeof DisabledReason.OPERATOR>;
+    });
 
 export interface AttemptEvent {
   readonly endpointId: string;

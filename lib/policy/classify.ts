@@ -29,6 +29,12 @@ const RETRYABLE_CLIENT_ERRORS: ReadonlySet<number> = new Set([408, 429]);
 /** Statuses that pause the endpoint's mailbox as well as retrying the delivery. */
 const PAUSING_STATUSES: ReadonlySet<number> = new Set([429]);
 
+/**
+ * `410 Gone`: the consumer says the endpoint no longer exists, for good. Standard Webhooks
+ * recommends disabling such an endpoint rather than sending it anything more.
+ */
+const GONE_STATUS = 410;
+
 /** 5xx statuses, and 408, say the endpoint is unwell: they count toward opening its breaker. */
 const BREAKER_CLIENT_ERRORS: ReadonlySet<number> = new Set([408]);
 
@@ -108,4 +114,12 @@ export function countsAgainstBreaker(outcome: Outcome): boolean {
     case 'blocked':
       return false;
   }
+}
+
+/**
+ * Whether an outcome says the endpoint itself is gone (`410 Gone`), not just this request
+ * refused: the actor then disables the endpoint (with `delivery.disableOnGone`, the default).
+ */
+export function isEndpointGone(outcome: Outcome): boolean {
+  return outcome.kind === 'response' && outcome.status === GONE_STATUS;
 }

@@ -1,11 +1,11 @@
 /**
  * What happens to a delivery after an attempt: done, retried at a time, or
- * dead-lettered. Pure: the verdict, schedule and mode in; the step out.
+ * dead-lettered. Pure: the verdict, retry policy and mode in; the step out.
  */
 import type { Random } from '../clock.ts';
 import { DeliveryMode } from '../model.ts';
 import type { Verdict } from './classify.ts';
-import { jitter } from './jitter.ts';
+import { retryWaitMs, type RetryPolicy } from './retry-policy.ts';
 
 export type NextStep =
   | { readonly kind: 'delivered' }
@@ -22,19 +22,23 @@ export interface NextStepInput {
   readonly verdict: Verdict;
   /** The attempt just made, 1-based. */
   readonly attemptNumber: number;
-  /** Delays in ms between attempts: entry `i` follows attempt `i + 1`. */
-  readonly schedule: readonly number[];
+  readonly retry: RetryPolicy;
+  /**
+   * When the round's first attempt started, for a policy with a window. `undefined` when it is
+   * not known (not looked up, or the lookup failed): the window then counts from `now`.
+   */
+  readonly roundStartedAt: number | undefined;
   readonly mode: DeliveryMode;
   readonly now: number;
   readonly random: Random;
 }
 
 /**
- * Decides the next step. A retry waits the schedule's delay for this attempt
- * with jitter, but never less than the server's `Retry-After`.
+ * Decides the next step. A retry waits the policy's jittered wait for this attempt, but never
+ * less than the server's `Retry-After`; none is scheduled beyond the policy's window.
  */
 export function decideNextStep(input: NextStepInput): NextStep {
-  const { verdict, attemptNumber, schedule, mode, now, random } = input;
+  const { verdict, attemptNumber, retry, mode, now, random } = input;
   switch (verdict.kind) {
     case 'delivered':
       return { kind: 'delivered' };
@@ -42,11 +46,14 @@ export function decideNextStep(input: NextStepInput): NextStep {
       return { kind: 'dead', reason: `permanent: ${verdict.reason}` };
     case 'retry': {
       if (mode === DeliveryMode.AT_MOST_ONCE) return { kind: 'dead', reason: `at-most-once: ${verdict.reason}` };
-      const delayMs = schedule[attemptNumber - 1];
-      if (delayMs === undefined) {
+      const waitMs = retryWaitMs(retry, attemptNumber, random);
+      if (waitMs === undefined) {
         return { kind: 'dead', reason: `exhausted after ${attemptNumber} attempts: ${verdict.reason}` };
       }
-      const at = now + Math.max(jitter(delayMs, random), verdict.retryAfterMs ?? 0);
+      const at = now + Math.max(waitMs, verdict.retryAfterMs ?? 0);
+      if (retry.windowMs !== undefined && at - (input.roundStartedAt ?? now) > retry.windowMs) {
+        return { kind: 'dead', reason: `exhausted after ${attemptNumber} attempts (the next would fall beyond the retry window): ${verdict.reason}` };
+      }
       return { kind: 'retry', at, pauseUntil: verdict.pauseMailbox ? at : undefined };
     }
   }

@@ -53,11 +53,11 @@ export const OPERATOR_WEBHOOK_DEFAULTS = Object.freeze({
 }) satisfies Required<Omit<OperatorWebhookOptions, 'url' | 'secret'>>;
 
 /** What is POSTed: the operational event, with the message id and the node. */
-export interface OperatorMessage extends OperationalEvent {
+export type OperatorMessage = OperationalEvent & {
   /** The `webhook-id`, the same on every retry of this message. */
   readonly id: string;
   readonly node: string;
-}
+};
 
 export interface OperatorWebhookEvents {
   delivered: [{ readonly message: OperatorMessage; readonly attempts: number }];

@@ -98,6 +98,30 @@ describe('herald ops commands (CLI against a running status port)', () => {
     });
   });
 
+  describe('endpoints add --retry', () => {
+    it('takes a formula as JSON and shows it; refuses bad JSON (2) and a broken formula with the API message (1)', async () => {
+      const formula = '{"initial":"PT30S","multiplier":2,"max":"PT6H","attempts":9,"jitter":"full"}';
+      const [added, badJson, broken, withJitter] = await Promise.all([
+        herald(['endpoints', 'add', `${sink.url}/f`, '--tenant', 'acme', '--retry', formula, '--json']),
+        herald(['endpoints', 'add', `${sink.url}/f`, '--tenant', 'acme', '--retry', '{"initial":']),
+        herald(['endpoints', 'add', `${sink.url}/f`, '--tenant', 'acme', '--retry', '{"initial":"PT1H","multiplier":2,"max":"PT1M","attempts":3}']),
+        herald(['endpoints', 'add', `${sink.url}/g`, '--tenant', 'acme', '--retry', '{"preset":"relaxed","jitter":"equal"}', '--json']),
+      ]);
+      expect(ok(added).json.retry).to.deep.equal(JSON.parse(formula));
+      expect(badJson.code).to.equal(2);
+      expect(badJson.stderr).to.include('--retry: a JSON retry policy must be valid JSON');
+      expect(broken.code).to.equal(1);
+      expect(broken.stderr).to.include('retry.max: must be at least initial, "PT1H" (got "PT1M")');
+
+      const [shown, shownPreset] = await Promise.all([
+        herald(['endpoints', 'show', added.json.id as string]),
+        herald(['endpoints', 'show', ok(withJitter).json.id as string]),
+      ]);
+      expect(ok(shown).stdout).to.include(`retry:`).and.include(formula);
+      expect(ok(shownPreset).stdout).to.match(/retry:\s+relaxed, jitter equal$/m);
+    });
+  });
+
   describe('publish, deliveries and status', () => {
     it('publishes, lists the delivery log (walking pages), shows attempts and the node', async () => {
       answer = 200;
@@ -146,7 +170,7 @@ describe('herald ops commands (CLI against a running status port)', () => {
 
   describe('dlq', () => {
     it('lists, dry-runs, and replays in pages with progress on stderr', async () => {
-      answer = 410;
+      answer = 404;
       const { endpoint } = await t.herald.createEndpoint({ tenantId: 'initech', url: `${sink.url}/dlq` });
       const before = t.attempts.length;
       await t.herald.publish([1, 2, 3].map((n) => ({ tenantId: 'initech', type: 'a.b', payload: { n } })));

@@ -163,6 +163,13 @@ describe('Configuration', () => {
         rule: /not a known key/,
       },
       { name: "logLevel 'loud'", layer: { logLevel: 'loud' as never }, key: 'logLevel', value: '"loud"', rule: /one of .*info/ },
+      {
+        name: "delivery.disableOnGone 'yes'",
+        layer: { delivery: { disableOnGone: 'yes' as never } },
+        key: 'delivery.disableOnGone',
+        value: '"yes"',
+        rule: /true or false/,
+      },
       { name: "store 'redis://x'", layer: { store: 'redis://x' }, key: 'store', value: '"redis://x"', rule: /sqlite:<path>/ },
       { name: "store 'sqlite:'", layer: { store: 'sqlite:' }, key: 'store', value: '"sqlite:"', rule: /name a file/ },
       {

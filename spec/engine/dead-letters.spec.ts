@@ -15,9 +15,9 @@ describe('Dead letters, replay, at-most-once and the transactional producer (eng
   context('when dead letters are replayed', () => {
     it('replays one with the same webhook-id, then all of a filtered set, and nothing twice', async () => {
       t = await startHerald();
-      let gone = true;
-      const sinkA = await startServer(() => (gone ? { status: 410 } : { status: 200 }));
-      const sinkB = await startServer(() => (gone ? { status: 410 } : { status: 200 }));
+      let refused = true;
+      const sinkA = await startServer(() => (refused ? { status: 404 } : { status: 200 }));
+      const sinkB = await startServer(() => (refused ? { status: 404 } : { status: 200 }));
       servers.push(sinkA, sinkB);
       const a = await t.herald.createEndpoint({ tenantId: 'acme', url: sinkA.url, eventTypes: ['order.*'] });
       const b = await t.herald.createEndpoint({ tenantId: 'acme', url: sinkB.url, eventTypes: ['invoice.*'] });
@@ -27,9 +27,9 @@ describe('Dead letters, replay, at-most-once and the transactional producer (eng
       await attemptsSeen(t, 4);
       const letters = await t.herald.listDeadLetters({});
       expect(letters).to.have.length(4);
-      expect(letters.every((l) => l.reason.startsWith('permanent: HTTP 410'))).to.equal(true);
+      expect(letters.every((l) => l.reason.startsWith('permanent: HTTP 404'))).to.equal(true);
 
-      gone = false;
+      refused = false;
       const one = letters.find((l) => l.endpointId === a.endpoint.id);
       await t.herald.replayDeadLetter(one?.id ?? '');
       await sinkA.requests(4);

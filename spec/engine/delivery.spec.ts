@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
 import { RETRY_PRESETS } from '../../lib/policy/retry-schedule.ts';
+import type { AttemptEvent } from '../../lib/engine/engine-events.ts';
 import { attemptsSeen, closedPort, startHerald, startServer, type TestHerald, type TestServer } from '../support/harness.ts';
 
 describe('Delivery (engine, end to end on SQLite)', () => {
@@ -158,6 +159,54 @@ describe('Delivery (engine, end to end on SQLite)', () => {
       expect(letter?.attempts.map((a) => a.startedAt)).to.deep.equal(times);
       expect(letter?.attempts.every((a) => a.error === 'HTTP 503')).to.equal(true);
       expect(letter?.lastOutcome).to.include({ kind: 'response', status: 503 });
+    });
+  });
+
+  context('when the endpoint always fails and its retry policy is a formula bounded by a window', () => {
+    it('retries on the formula with its jitter, schedules nothing beyond the window, and counts a replay from its own first attempt', async () => {
+      t = await startHerald({ breaker: { volumeThreshold: 1_000 } });
+      server = await startServer(() => ({ status: 503 }));
+      const MINUTE = 60_000;
+      const WINDOW = 3 * 60 * MINUTE;
+      // Waits of 10, 20, 40, 80, then 120 min (max) before jitter; equal jitter keeps half of each.
+      const retry = { initial: 'PT10M', multiplier: 2, max: 'PT2H', window: 'PT3H', jitter: 'equal' } as const;
+      const { endpoint } = await t.herald.createEndpoint({ tenantId: 'acme', url: server.url, retry });
+      expect((await t.herald.getEndpoint(endpoint.id)).retry, 'stored whole').to.deep.equal(retry);
+      await t.herald.publish({ tenantId: 'acme', type: 'a.b', payload: {} });
+
+      /** Steps the clock from retry to retry until the delivery dies; returns the attempts of that round. */
+      const runRound = async (from: number): Promise<AttemptEvent[]> => {
+        for (let n = from + 1; ; n++) {
+          const attempt = (await attemptsSeen(t, n))[n - 1];
+          if (attempt?.settlement.kind !== 'retry') return t.attempts.slice(from, n);
+          t.clock.advanceTo(attempt.settlement.nextAttemptAt);
+        }
+      };
+      const expectRound = (attempts: readonly AttemptEvent[]): void => {
+        const first = attempts[0]?.startedAt ?? NaN;
+        attempts.slice(1).forEach((attempt, i) => {
+          const gap = attempt.startedAt - (attempts[i]?.startedAt ?? NaN);
+          const nominal = Math.min(120, 10 * 2 ** i) * MINUTE;
+          expect(gap, `wait after attempt ${i + 1}`).to.be.within(nominal / 2, nominal);
+          expect(attempt.startedAt - first, `attempt ${i + 2} within the window`).to.be.at.most(WINDOW);
+        });
+        // 5 attempts at the least (5 + 10 + 20 + 40 + 60 min of waits would leave no room for the 6th),
+        // 6 at the most (10 + 20 + 40 + 80 min, then 60 min at the least); without the window, 50.
+        expect(attempts.length).to.be.within(5, 6);
+        const last = attempts.at(-1)?.settlement;
+        if (last?.kind !== 'dead') expect.fail(`expected the round to end dead, got ${last?.kind}`);
+        expect(last.reason).to.equal(`exhausted after ${attempts.length} attempts (the next would fall beyond the retry window): HTTP 503`);
+      };
+
+      const firstRound = await runRound(0);
+      expectRound(firstRound);
+
+      // A replay starts a new round: its window counts from the replay's own first attempt, long after the first round's.
+      const [letter] = await t.herald.listDeadLetters({ endpointId: endpoint.id });
+      await t.herald.replayDeadLetter(letter?.id ?? '');
+      const secondRound = await runRound(firstRound.length);
+      expectRound(secondRound);
+      expect(server.received).to.have.length(firstRound.length + secondRound.length);
     });
   });
 

@@ -4,10 +4,12 @@ import type { Random } from '../../lib/clock.ts';
 import { DeliveryMode } from '../../lib/model.ts';
 import type { Verdict } from '../../lib/policy/classify.ts';
 import { decideNextStep } from '../../lib/policy/next-step.ts';
+import { retryPolicyOf } from '../../lib/policy/retry-policy.ts';
 import { RETRY_PRESETS } from '../../lib/policy/retry-schedule.ts';
 
 const now = Date.UTC(2026, 0, 1);
 const schedule = RETRY_PRESETS.default;
+const HOUR = 3_600_000;
 const middle: Random = () => 0.5;
 const serverError: Verdict = { kind: 'retry', reason: 'HTTP 503', retryAfterMs: undefined, pauseMailbox: false };
 
@@ -15,7 +17,8 @@ function decide(verdict: Verdict, attemptNumber: number, overrides: { mode?: Del
   return decideNextStep({
     verdict,
     attemptNumber,
-    schedule,
+    retry: retryPolicyOf({ preset: 'default' }),
+    roundStartedAt: undefined,
     mode: overrides.mode ?? DeliveryMode.AT_LEAST_ONCE,
     now,
     random: overrides.random ?? middle,
@@ -76,8 +79,51 @@ describe('decideNextStep', () => {
   });
 
   it('follows a custom schedule and exhausts after its length + 1 attempts', () => {
-    const input = { verdict: serverError, schedule: [1_000], mode: DeliveryMode.AT_LEAST_ONCE, now, random: middle } as const;
+    const retry = retryPolicyOf({ schedule: ['PT1S'] });
+    const input = { verdict: serverError, retry, roundStartedAt: undefined, mode: DeliveryMode.AT_LEAST_ONCE, now, random: middle } as const;
     expect(decideNextStep({ ...input, attemptNumber: 1 })).to.deep.equal({ kind: 'retry', at: now + 1_000, pauseUntil: undefined });
     expect(decideNextStep({ ...input, attemptNumber: 2 })).to.deep.equal({ kind: 'dead', reason: 'exhausted after 2 attempts: HTTP 503' });
+  });
+
+  context('when the policy is a formula bounded by a window', () => {
+    // Waits of 1 h, 2 h, 4 h, 8 h … (no jitter at r = 0.5), within 12 h of the first attempt.
+    const retry = retryPolicyOf({ initial: 'PT1H', multiplier: 2, max: 'PT6H', window: 'PT12H' });
+    const firstAt = now - 5 * HOUR;
+    const step = (attemptNumber: number, at: number, verdict: Verdict = serverError) =>
+      decideNextStep({ verdict, attemptNumber, retry, roundStartedAt: firstAt, mode: DeliveryMode.AT_LEAST_ONCE, now: at, random: middle });
+
+    it('retries while the next attempt falls within the window since the first attempt', () => {
+      // 5 h after the first attempt, a 4 h wait lands at 9 h: within 12 h.
+      expect(step(3, now)).to.deep.equal({ kind: 'retry', at: now + 4 * HOUR, pauseUntil: undefined });
+      // At 6 h, the 6 h wait (8 h, capped by max) lands exactly at 12 h: still within.
+      expect(step(4, firstAt + 6 * HOUR)).to.deep.equal({ kind: 'retry', at: firstAt + 12 * HOUR, pauseUntil: undefined });
+    });
+
+    it('dead-letters once the next attempt would fall beyond it', () => {
+      expect(step(4, firstAt + 6 * HOUR + 1)).to.deep.equal({
+        kind: 'dead',
+        reason: 'exhausted after 4 attempts (the next would fall beyond the retry window): HTTP 503',
+      });
+    });
+
+    it('counts a Retry-After that pushes the next attempt beyond it', () => {
+      const verdict: Verdict = { ...serverError, retryAfterMs: 8 * HOUR };
+      expect(step(1, now, verdict).kind).to.equal('dead');
+    });
+
+    it('counts the window from now when the first attempt is not known', () => {
+      const unknownStart = decideNextStep({
+        verdict: serverError, attemptNumber: 4, retry, roundStartedAt: undefined, mode: DeliveryMode.AT_LEAST_ONCE, now, random: middle,
+      });
+      expect(unknownStart).to.deep.equal({ kind: 'retry', at: now + 6 * HOUR, pauseUntil: undefined });
+    });
+
+    it('stops at the most attempts a formula allows, whatever the window', () => {
+      const long = retryPolicyOf({ initial: 'PT1S', multiplier: 1, max: 'PT1S', window: 'P30D' });
+      const last = decideNextStep({
+        verdict: serverError, attemptNumber: 50, retry: long, roundStartedAt: now, mode: DeliveryMode.AT_LEAST_ONCE, now, random: middle,
+      });
+      expect(last).to.deep.equal({ kind: 'dead', reason: 'exhausted after 50 attempts: HTTP 503' });
+    });
   });
 });

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ValidationError } from '../../lib/errors.ts';
-import { parseSchedule, resolveRetrySpec, RETRY_PRESETS, scheduleOf } from '../../lib/policy/retry-schedule.ts';
+import { parseSchedule, RETRY_PRESETS } from '../../lib/policy/retry-schedule.ts';
 
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
@@ -75,51 +75,5 @@ describe('parseSchedule', () => {
     it('uses the field it is given', () => {
       expect(validationErrorOf(() => parseSchedule(['x'], 'endpoint.retry.schedule')).field).to.equal('endpoint.retry.schedule[0]');
     });
-  });
-});
-
-describe('resolveRetrySpec', () => {
-  it('accepts a known preset', () => {
-    expect(resolveRetrySpec({ preset: 'relaxed' })).to.deep.equal({ preset: 'relaxed' });
-  });
-
-  it('accepts a valid schedule and keeps its text', () => {
-    expect(resolveRetrySpec({ schedule: ['PT10S', 'PT1M'] })).to.deep.equal({ schedule: ['PT10S', 'PT1M'] });
-  });
-
-  context('when the spec is invalid', () => {
-    it('names the allowed presets for an unknown one', () => {
-      const error = validationErrorOf(() => resolveRetrySpec({ preset: 'eager' }));
-      expect(error.field).to.equal('retry.preset');
-      expect(error.rule).to.equal('must be one of aggressive, default, relaxed (got "eager")');
-    });
-
-    it('requires exactly one of preset and schedule', () => {
-      expect(validationErrorOf(() => resolveRetrySpec({})).rule).to.match(/exactly one of "preset" or "schedule"/);
-      expect(validationErrorOf(() => resolveRetrySpec({ preset: 'default', schedule: ['PT1M'] })).rule).to.match(/exactly one/);
-    });
-
-    it('refuses non-objects and unknown keys', () => {
-      expect(validationErrorOf(() => resolveRetrySpec('default')).field).to.equal('retry');
-      expect(validationErrorOf(() => resolveRetrySpec(null)).field).to.equal('retry');
-      expect(validationErrorOf(() => resolveRetrySpec({ preset: 'default', extra: 1 })).rule).to.match(/unknown key "extra"/);
-    });
-
-    it('names the schedule entry under the given field', () => {
-      const error = validationErrorOf(() => resolveRetrySpec({ schedule: ['PT1M', 'soon'] }, 'body.retry'));
-      expect(error.field).to.equal('body.retry.schedule[1]');
-    });
-  });
-});
-
-describe('scheduleOf', () => {
-  it('returns the preset delays', () => {
-    expect(scheduleOf({ preset: 'default' })).to.equal(RETRY_PRESETS.default);
-  });
-
-  it('parses a custom schedule, the same result each time', () => {
-    const spec = { schedule: ['PT5S', 'PT10M'] };
-    expect(scheduleOf(spec)).to.deep.equal([5 * SECOND, 10 * MINUTE]);
-    expect(scheduleOf({ schedule: ['PT5S', 'PT10M'] })).to.equal(scheduleOf(spec));
   });
 });

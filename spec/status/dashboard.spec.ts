@@ -53,7 +53,7 @@ describe('Dashboard (in Chromium)', function () {
     it('shows the endpoint and the dead letter; pressing Replay delivers it', async () => {
       f = await startStatus({ breaker: { volumeThreshold: 1_000 } });
       const { t } = f;
-      let answer = 410;
+      let answer = 404;
       sink = await startServer(() => ({ status: answer }));
       const { endpoint } = await t.herald.createEndpoint({ tenantId: 'acme', url: `${sink.url}/hooks`, description: 'billing' });
       const [event] = await t.herald.publish({ tenantId: 'acme', type: 'invoice.paid', payload: { amount: 42 } });
@@ -71,7 +71,7 @@ describe('Dashboard (in Chromium)', function () {
         expect(await row.innerText()).to.include('acme').and.include('closed').and.include('100 %').and.include('failing since');
         const dead = page.locator(`tr[data-dead-letter="${letter?.id}"]`);
         await dead.waitFor();
-        expect(await dead.innerText()).to.include('invoice.paid').and.include(event?.id ?? '?').and.include('permanent: HTTP 410');
+        expect(await dead.innerText()).to.include('invoice.paid').and.include(event?.id ?? '?').and.include('permanent: HTTP 404');
         expect(await page.evaluate("sessionStorage.getItem('heraldToken')")).to.equal(TOKEN);
 
         answer = 200;

@@ -96,7 +96,7 @@ describe('OperatorWebhook', () => {
       expect(sink.received).to.have.length(2);
 
       // Two at once with room for one: the first is dropped, and sending never throws into the caller.
-      webhook.notify({ ...EVENT, type: 'endpoint.disabled' });
+      webhook.notify({ ...EVENT, type: 'endpoint.disabled', reason: 'failing' });
       webhook.notify({ ...EVENT, type: 'delivery.exhausted' });
       expect(dropped).to.deep.equal(['endpoint.disabled']);
       expect(webhook.queued).to.equal(1);
@@ -166,7 +166,7 @@ describe('Operational events (engine → log, metrics, operator webhook)', () =>
     opsSink = undefined;
   });
 
-  context('when one endpoint fails until disabled, one fails then recovers, and one answers 410', () => {
+  context('when one endpoint fails until disabled, one fails then recovers, and one answers 410 (disabled at once)', () => {
     it('emits each transition once, and logs, counts and POSTs each one, signed', async () => {
       f = await startStatus({
         health: { disableAfterMs: 2.5 * HOUR, failingThreshold: 2, failingWindowMs: 24 * HOUR },
@@ -216,6 +216,7 @@ describe('Operational events (engine → log, metrics, operator webhook)', () =>
         ['endpoint.failing', ids.b],
         ['endpoint.recovered', ids.b],
         ['delivery.exhausted', ids.c],
+        ['endpoint.disabled', ids.c],
       ] as const;
       const arrivals = expected.map(([type, endpointId]) =>
         nextEvent(t.herald.events, 'operational', (e) => e.type === type && e.endpointId === endpointId),
@@ -253,9 +254,12 @@ describe('Operational events (engine → log, metrics, operator webhook)', () =>
         await sent;
       }
       const byId = new Map(opsSink.received.map((request) => [request.headers['webhook-id'], JSON.parse(request.body) as OperatorMessage]));
-      expect(opsSink.received).to.have.length(6);
+      expect(opsSink.received).to.have.length(7);
       const posted = [...byId.values()];
       expect(posted.map((m) => `${m.type} ${m.endpointId}`).sort()).to.deep.equal(seen);
+      // Why each endpoint was disabled reaches the operator as data, not only as prose.
+      const disabledWhy = posted.flatMap((m) => (m.type === 'endpoint.disabled' ? [`${m.endpointId} ${m.reason}`] : [])).sort();
+      expect(disabledWhy).to.deep.equal([`${ids.a} failing`, `${ids.c} gone`].sort());
       expect(posted.every((m) => m.node === t.herald.nodeId && m.tenantId === 'acme')).to.equal(true);
       opsSink.received.forEach((request, i) => {
         const nowSec = Math.floor((receivedAt[i] ?? 0) / 1000);
@@ -264,10 +268,11 @@ describe('Operational events (engine → log, metrics, operator webhook)', () =>
 
       const metrics = (await f.api('GET', '/metrics', undefined, null)).text;
       expect(sample(metrics, MetricName.OPERATIONAL_EVENTS, { type: 'endpoint.failing' })).to.equal(2);
-      for (const type of ['endpoint.disabled', 'endpoint.recovered', 'delivery.exhausted']) {
+      expect(sample(metrics, MetricName.OPERATIONAL_EVENTS, { type: 'endpoint.disabled' })).to.equal(2);
+      for (const type of ['endpoint.recovered', 'delivery.exhausted']) {
         expect(sample(metrics, MetricName.OPERATIONAL_EVENTS, { type }), type).to.equal(1);
       }
-      expect(sample(metrics, MetricName.OPERATOR_WEBHOOK, { outcome: 'delivered' })).to.equal(5);
+      expect(sample(metrics, MetricName.OPERATOR_WEBHOOK, { outcome: 'delivered' })).to.equal(6);
 
       const logged = lines.map((line) => JSON.parse(line) as { level: number; operational?: string; endpointId?: string; component?: string });
       const warnings = logged.filter((l) => l.operational !== undefined);

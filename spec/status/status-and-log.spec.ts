@@ -110,12 +110,12 @@ describe('Status port: status, readiness and the delivery log', () => {
   });
 
   describe('GET /v1/deliveries', () => {
-    /** 11 deliveries: 7 to `ok` (tenant acme, answers 200), 4 to `gone` (globex, 410); 5 of type b.y; created in 3 rounds 1 s apart (4, 4, 3), several in the same ms. */
-    async function seed(fixture: StatusFixture): Promise<{ ok: string; gone: string; start: number }> {
+    /** 11 deliveries: 7 to `ok` (tenant acme, answers 200), 4 to `refused` (globex, 404); 5 of type b.y; created in 3 rounds 1 s apart (4, 4, 3), several in the same ms. */
+    async function seed(fixture: StatusFixture): Promise<{ ok: string; refused: string; start: number }> {
       const { t } = fixture;
-      sink = await startServer((request) => ({ status: request.path === '/gone' ? 410 : 200 }));
+      sink = await startServer((request) => ({ status: request.path === '/refused' ? 404 : 200 }));
       const ok = (await t.herald.createEndpoint({ tenantId: 'acme', url: `${sink.url}/ok` })).endpoint.id;
-      const gone = (await t.herald.createEndpoint({ tenantId: 'globex', url: `${sink.url}/gone` })).endpoint.id;
+      const refused = (await t.herald.createEndpoint({ tenantId: 'globex', url: `${sink.url}/refused` })).endpoint.id;
       const start = t.clock.now();
       let made = 0;
       for (let round = 0; round < 3; round++) {
@@ -131,7 +131,7 @@ describe('Status port: status, readiness and the delivery log', () => {
         await t.herald.idle();
         t.clock.advance(1_000);
       }
-      return { ok, gone, start };
+      return { ok, refused, start };
     }
 
     context('when walking the log with a cursor', () => {
@@ -164,7 +164,7 @@ describe('Status port: status, readiness and the delivery log', () => {
     context('when filtering', () => {
       it('filters by endpoint, tenant, event type, status and time range, and pages within a filter', async () => {
         f = await startStatus();
-        const { ok, gone, start } = await seed(f);
+        const { ok, refused, start } = await seed(f);
         const ids = async (query: string): Promise<Array<{ endpointId: string; tenantId: string; eventType: string; status: string; createdAt: number }>> => {
           const reply = await f!.api('GET', `/v1/deliveries?${query}`);
           expectOk(reply);
@@ -175,7 +175,7 @@ describe('Status port: status, readiness and the delivery log', () => {
         expect(await ids('tenantId=globex')).to.have.length(4);
         const typed = await ids('eventType=b.y');
         expect(typed.map((d) => d.eventType)).to.deep.equal(['b.y', 'b.y', 'b.y', 'b.y', 'b.y']);
-        expect((await ids('status=dead')).every((d) => d.endpointId === gone)).to.equal(true);
+        expect((await ids('status=dead')).every((d) => d.endpointId === refused)).to.equal(true);
         expect(await ids('status=dead')).to.have.length(4);
         expect(await ids(`status=delivered&eventType=b.y&endpointId=${ok}`)).to.have.length(3);
         const second = new Date(start + 1_000).toISOString();
@@ -219,7 +219,7 @@ describe('Status port: status, readiness and the delivery log', () => {
     it('replays the ids given, skipping one replayed already or unknown, and refuses an empty list or a mix with a filter', async () => {
       f = await startStatus();
       const { t } = f;
-      let answer = 410;
+      let answer = 404;
       sink = await startServer(() => ({ status: answer }));
       await t.herald.createEndpoint({ tenantId: 'acme', url: sink.url });
       await t.herald.publish([1, 2].map((n) => ({ tenantId: 'acme', type: 'a.b', payload: { n } })));

@@ -238,6 +238,28 @@ describe('StatusServer (admin API over HTTP)', () => {
         expect(error.rule).to.include('sometimes');
       });
 
+      it('takes a retry formula and patches it, and refuses a broken one naming its field and rule', async () => {
+        await boot();
+        const retry = { initial: 'PT30S', multiplier: 2, max: 'PT6H', attempts: 9, window: 'P2D', jitter: 'full' };
+        const { id } = await createEndpoint({ url: 'https://example.com', retry });
+        expect((await api('GET', `/v1/endpoints/${id}`)).json.retry).to.deep.equal(retry);
+        const decorrelated = { initial: 'PT1S', max: 'PT1H', window: 'P1D', jitter: 'decorrelated' };
+        expect((await api('PATCH', `/v1/endpoints/${id}`, { retry: decorrelated })).json.retry).to.deep.equal(decorrelated);
+
+        const cases: Array<[Record<string, unknown>, string, string]> = [
+          [{ ...retry, multiplier: 0 }, 'retry.multiplier', 'must be a number from 1 to 10 (got 0)'],
+          [{ ...retry, window: 'P3M' }, 'retry.window', 'must be at most 30 days, P30D (got "P3M")'],
+          [{ initial: 'PT30S', multiplier: 2, max: 'PT6H' }, 'retry', 'a formula must have "attempts", "window" or both, to say when retrying stops'],
+          [{ preset: 'default', jitter: 'decorrelated' }, 'retry.jitter', '"decorrelated" needs a formula ("initial", "max"); a preset or a schedule takes "±20%", "full" or "equal"'],
+        ];
+        for (const [bad, field, rule] of cases) {
+          const error = expectError(await api('POST', '/v1/endpoints', { tenantId: 'acme', url: 'https://example.com', retry: bad }), 400, 'HERALD_INVALID_INPUT', field);
+          expect(error.rule).to.equal(rule);
+        }
+        expectError(await api('PATCH', `/v1/endpoints/${id}`, { retry: { ...retry, attempts: 100 } }), 400, 'HERALD_INVALID_INPUT', 'retry.attempts');
+        expect((await api('GET', `/v1/endpoints/${id}`)).json.retry, 'unchanged by the refused patch').to.deep.equal(decorrelated);
+      });
+
       it('refuses an unknown field, naming it', async () => {
         await boot();
         const reply = await api('POST', '/v1/endpoints', { tenantId: 'acme', url: 'https://example.com', secret: 'whsec_mine' });
@@ -426,10 +448,10 @@ describe('StatusServer (admin API over HTTP)', () => {
   });
 
   describe('dead letters', () => {
-    context('when an endpoint answers 410', () => {
+    context('when an endpoint answers 404', () => {
       it('lists the dead letter with its attempts; replaying it delivers with the same webhook-id, once', async () => {
         const th = await boot();
-        let answer = 410;
+        let answer = 404;
         sink = await startServer(() => ({ status: answer }));
         const { id: endpointId } = await createEndpoint({ url: sink.url });
         const published = await api('POST', '/v1/events', { tenantId: 'acme', type: 'a.b', payload: { n: 1 } });
@@ -443,7 +465,7 @@ describe('StatusServer (admin API over HTTP)', () => {
         const letter = letters.json.data[0];
         expect(letter).to.include({ eventId, endpointId, replayedAt: null });
         expect(letter.attempts).to.have.length(1);
-        expect(letter.attempts[0].outcome).to.include({ kind: 'response', status: 410 });
+        expect(letter.attempts[0].outcome).to.include({ kind: 'response', status: 404 });
         expect((await api('GET', `/v1/dead-letters/${letter.id}`)).json.id).to.equal(letter.id);
 
         answer = 200;
@@ -466,8 +488,8 @@ describe('StatusServer (admin API over HTTP)', () => {
     context('when dead letters are replayed in bulk by endpoint', () => {
       it("replays only that endpoint's letters and returns the count", async () => {
         const th = await boot();
-        sink = await startServer(() => ({ status: 410 }));
-        otherSink = await startServer(() => ({ status: 410 }));
+        sink = await startServer(() => ({ status: 404 }));
+        otherSink = await startServer(() => ({ status: 404 }));
         const { id: first } = await createEndpoint({ url: sink.url });
         const { id: second } = await createEndpoint({ url: otherSink.url });
         await api('POST', '/v1/events', [1, 2].map((n) => ({ tenantId: 'acme', type: 'a.b', payload: { n } })));

@@ -230,6 +230,18 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           expect(await store.getEndpoint('ep_1')).to.deep.equal(created);
         });
 
+        it('keeps every form of retry policy whole, jitter included, on create and on patch', async () => {
+          const formula = { initial: 'PT30S', multiplier: 2, max: 'PT6H', attempts: 9, window: 'P2D', jitter: 'full' } as const;
+          const decorrelated = { initial: 'PT10S', max: 'PT1H', window: 'P1D', jitter: 'decorrelated' } as const;
+          const created = await addEndpoint('ep_1', 'acme', { retry: formula });
+          expect(await store.getEndpoint('ep_1')).to.deep.equal(created);
+          for (const retry of [decorrelated, { preset: 'relaxed', jitter: 'equal' }, { schedule: ['PT1M'], jitter: '±20%' }] as const) {
+            const patched = await store.updateEndpoint('ep_1', { retry }, clock.now());
+            expect(patched?.retry).to.deep.equal(retry);
+            expect((await store.getEndpoint('ep_1'))?.retry).to.deep.equal(retry);
+          }
+        });
+
         it('refuses a second endpoint with the same id (HERALD_CONFLICT)', async () => {
           await addEndpoint('ep_1');
           const error = await rejection(store.createEndpoint(makeEndpoint('ep_1', 'acme', clock.now())));

@@ -229,9 +229,7 @@ export function endpointPatchUpdate(patch: EndpointPatch, now: number): UpdateFi
   if (patch.url !== undefined) set.url = patch.url;
   if (patch.description !== undefined) set.description = patch.description;
   if (patch.eventTypes !== undefined) set.eventTypes = [...patch.eventTypes];
-  if (patch.retry !== undefined) {
-    set.retry = 'schedule' in patch.retry ? { schedule: [...patch.retry.schedule] } : { preset: patch.retry.preset };
-  }
+  if (patch.retry !== undefined) set.retry = structuredClone(patch.retry);
   if (patch.timeoutMs !== undefined) set.timeoutMs = patch.timeoutMs;
   if (patch.mode !== undefined) set.mode = patch.mode;
   if (patch.concurrency !== undefined) set.concurrency = patch.concurrency;
