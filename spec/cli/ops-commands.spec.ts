@@ -15,7 +15,9 @@ interface Run {
   readonly json: any;
 }
 
-describe('herald ops commands (CLI against a running status port)', () => {
+describe('herald ops commands (CLI against a running status port)', function () {
+  // Each command is a process of its own (≈ 1–2 s to start under tsx): a test runs several in turn.
+  this.timeout(60_000);
   let t: TestHerald;
   let server: StatusServer;
   let url: string;

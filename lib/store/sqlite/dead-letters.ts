@@ -1,0 +1,113 @@
+/**
+ * Dead letters in SQLite: listing them with the attempts of the round that
+ * died, and replaying them (their deliveries back to pending, a new round,
+ * the same event id).
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import type { DeadLetter, Outcome } from '../../model.ts';
+import type { DeadLetterFilter } from '../port.ts';
+import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './delivery-log.ts';
+import { attemptFromRow, type AttemptRow, type DeadLetterRow } from './rows.ts';
+import { whereClause, type DynamicStatements, type Params, type Statement } from './sql.ts';
+
+/** Dead letters per replay transaction, so other processes get the write lock in between. */
+export const REPLAY_CHUNK = 500;
+
+export class DeadLetterStatements {
+  readonly #dynamic: DynamicStatements;
+  readonly #get: Statement<DeadLetterRow>;
+  readonly #roundAttempts: Statement<AttemptRow>;
+  readonly #unreplayedByIds: Statement<DeadLetterRow>;
+  readonly #replayDelivery: Statement;
+  readonly #markReplayed: Statement;
+
+  constructor(db: BetterSqlite3.Database, dynamic: DynamicStatements) {
+    this.#dynamic = dynamic;
+    this.#get = db.prepare<unknown[], DeadLetterRow>(`SELECT * FROM dead_letters WHERE id = ?`);
+    this.#roundAttempts = db.prepare<unknown[], AttemptRow>(`SELECT * FROM attempts WHERE delivery_id = ? AND round = ? ORDER BY id`);
+    this.#unreplayedByIds = db.prepare<unknown[], DeadLetterRow>(`SELECT * FROM dead_letters
+      WHERE id IN (SELECT value FROM json_each(?)) AND replayed_at IS NULL ORDER BY created_at, id`);
+    // A delivery whose endpoint was deleted stays dead: replaying it would leave it pending forever.
+    this.#replayDelivery = db.prepare(`UPDATE deliveries SET status = 'pending', attempts = 0, round = round + 1,
+        next_attempt_at = @now, last_error = NULL, delivered_at = NULL, updated_at = @now
+      WHERE id = @id AND status = 'dead' AND EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id)`);
+    this.#markReplayed = db.prepare(`UPDATE dead_letters SET replayed_at = @now WHERE id = @id`);
+  }
+
+  get(id: string): DeadLetter | undefined {
+    const row = this.#get.get(id);
+    return row === undefined ? undefined : this.#fromRow(row);
+  }
+
+  list(filter: DeadLetterFilter): DeadLetter[] {
+    const { where, params } = deadLetterWhere(filter);
+    params['limit'] = clampLimit(filter.limit ?? DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT);
+    const sql = `SELECT * FROM dead_letters ${whereClause(where)} ORDER BY created_at DESC, rowid DESC LIMIT @limit`;
+    return this.#dynamic.get<DeadLetterRow>(sql).all(params).map((row) => this.#fromRow(row));
+  }
+
+  /** The named dead letters not yet replayed, oldest first. */
+  unreplayed(ids: readonly string[]): DeadLetterRow[] {
+    return this.#unreplayedByIds.all(JSON.stringify(ids));
+  }
+
+  /** The next `REPLAY_CHUNK` dead letters not yet replayed that match `filter`, oldest first, after a keyset cursor. */
+  unreplayedPage(filter: DeadLetterFilter, after: { readonly createdAt: number; readonly id: string }): DeadLetterRow[] {
+    const { where, params } = deadLetterWhere({ ...filter, includeReplayed: false });
+    where.push('(created_at, id) > (@afterCreatedAt, @afterId)');
+    const sql = `SELECT * FROM dead_letters ${whereClause(where)} ORDER BY created_at, id LIMIT ${REPLAY_CHUNK}`;
+    return this.#dynamic.get<DeadLetterRow>(sql).all({ ...params, afterCreatedAt: after.createdAt, afterId: after.id });
+  }
+
+  /** Replays `rows`, answering the ids of those replayed. Writes two rows each: run it in a transaction. */
+  replay(rows: readonly DeadLetterRow[], now: number): string[] {
+    const ids: string[] = [];
+    for (const row of rows) {
+      if (this.#replayDelivery.run({ id: row.delivery_id, now }).changes === 0) continue;
+      this.#markReplayed.run({ id: row.id, now });
+      ids.push(row.id);
+    }
+    return ids;
+  }
+
+  /** The row as a dead letter, with the attempts of the round that died. */
+  #fromRow(row: DeadLetterRow): DeadLetter {
+    return {
+      id: row.id,
+      deliveryId: row.delivery_id,
+      eventId: row.event_id,
+      endpointId: row.endpoint_id,
+      tenantId: row.tenant_id,
+      eventType: row.event_type,
+      payload: row.payload,
+      reason: row.reason,
+      lastOutcome: JSON.parse(row.last_outcome) as Outcome,
+      attempts: this.#roundAttempts.all(row.delivery_id, row.round).map(attemptFromRow),
+      createdAt: row.created_at,
+      replayedAt: row.replayed_at,
+    };
+  }
+}
+
+function deadLetterWhere(filter: DeadLetterFilter): { where: string[]; params: Params } {
+  const where: string[] = [];
+  const params: Params = {};
+  if (filter.endpointId !== undefined) {
+    where.push('endpoint_id = @endpointId');
+    params['endpointId'] = filter.endpointId;
+  }
+  if (filter.tenantId !== undefined) {
+    where.push('tenant_id = @tenantId');
+    params['tenantId'] = filter.tenantId;
+  }
+  if (filter.since !== undefined) {
+    where.push('created_at >= @since');
+    params['since'] = filter.since;
+  }
+  if (filter.until !== undefined) {
+    where.push('created_at < @until');
+    params['until'] = filter.until;
+  }
+  if (filter.includeReplayed !== true) where.push('replayed_at IS NULL');
+  return { where, params };
+}

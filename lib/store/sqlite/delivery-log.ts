@@ -1,0 +1,85 @@
+/**
+ * The delivery log in SQLite: deliveries and their attempts as the admin API
+ * and the dashboard read them, and the counts the engine and metrics use.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import type { Attempt, Delivery, DeliveryStatus } from '../../model.ts';
+import { DeliveryStatus as Status } from '../../model.ts';
+import type { DeliveryFilter } from '../port.ts';
+import { attemptFromRow, deliveryFromRow, type AttemptRow, type DeliveryRow } from './rows.ts';
+import { whereClause, type DynamicStatements, type Params, type Statement } from './sql.ts';
+
+/** Listing limits: the port's default, and a cap so one request cannot read the whole table. */
+export const DEFAULT_LIST_LIMIT = 100;
+export const MAX_LIST_LIMIT = 1_000;
+
+export class DeliveryLogStatements {
+  readonly #dynamic: DynamicStatements;
+  readonly #get: Statement<DeliveryRow>;
+  readonly #listAttempts: Statement<AttemptRow>;
+  readonly #count: Statement<{ status: string; n: number }>;
+  readonly #nextDueAt: Statement<number>;
+
+  constructor(db: BetterSqlite3.Database, dynamic: DynamicStatements) {
+    this.#dynamic = dynamic;
+    this.#get = db.prepare<unknown[], DeliveryRow>(`SELECT * FROM deliveries WHERE id = ?`);
+    this.#listAttempts = db.prepare<unknown[], AttemptRow>(`SELECT * FROM attempts WHERE delivery_id = ? ORDER BY id`);
+    this.#count = db.prepare<unknown[], { status: string; n: number }>(
+      `SELECT status, count(*) AS n FROM deliveries GROUP BY status`,
+    );
+    this.#nextDueAt = db.prepare<unknown[], number>(`SELECT d.next_attempt_at FROM deliveries d
+      WHERE d.status = 'pending'
+        AND EXISTS (SELECT 1 FROM endpoints e WHERE e.id = d.endpoint_id AND e.status = 'enabled')
+      ORDER BY d.next_attempt_at LIMIT 1`).pluck();
+  }
+
+  get(id: string): Delivery | undefined {
+    const row = this.#get.get(id);
+    return row === undefined ? undefined : deliveryFromRow(row);
+  }
+
+  list(filter: DeliveryFilter): Delivery[] {
+    const where: string[] = [];
+    const params: Params = { limit: clampLimit(filter.limit ?? DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT) };
+    const add = (sql: string, key: string, value: string | number | undefined): void => {
+      if (value === undefined) return;
+      where.push(sql);
+      params[key] = value;
+    };
+    add('endpoint_id = @endpointId', 'endpointId', filter.endpointId);
+    add('tenant_id = @tenantId', 'tenantId', filter.tenantId);
+    add('event_id = @eventId', 'eventId', filter.eventId);
+    add('status = @status', 'status', filter.status);
+    add('created_at >= @since', 'since', filter.since);
+    add('created_at < @until', 'until', filter.until);
+    add('event_type = @eventType', 'eventType', filter.eventType);
+    if (filter.after !== undefined) {
+      where.push('(created_at < @afterCreatedAt OR (created_at = @afterCreatedAt AND id < @afterId))');
+      params.afterCreatedAt = filter.after.createdAt;
+      params.afterId = filter.after.id;
+    }
+    const sql = `SELECT * FROM deliveries ${whereClause(where)} ORDER BY created_at DESC, id DESC LIMIT @limit`;
+    return this.#dynamic.get<DeliveryRow>(sql).all(params).map(deliveryFromRow);
+  }
+
+  listAttempts(deliveryId: string): Attempt[] {
+    return this.#listAttempts.all(deliveryId).map(attemptFromRow);
+  }
+
+  count(): Readonly<Record<DeliveryStatus, number>> {
+    const counts = Object.fromEntries(Object.values(Status).map((status) => [status, 0])) as Record<DeliveryStatus, number>;
+    for (const { status, n } of this.#count.all()) {
+      if (status in counts) counts[status as DeliveryStatus] = n;
+    }
+    return counts;
+  }
+
+  nextDueAt(): number | undefined {
+    return this.#nextDueAt.get();
+  }
+}
+
+export function clampLimit(limit: number, max: number): number {
+  if (!Number.isFinite(limit)) return max;
+  return Math.min(Math.max(0, Math.floor(limit)), max);
+}

@@ -1,0 +1,104 @@
+/**
+ * The outbox and fan-out in SQLite: events waiting to be fanned out, and
+ * turning a batch of them into deliveries, the ones named for claiming
+ * inserted in flight when the owner holds their slot.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import { NotFoundError } from '../../errors.ts';
+import type { Delivery, OutboxEvent } from '../../model.ts';
+import { DeliveryStatus as Status } from '../../model.ts';
+import type { FanOut, FanOutClaim } from '../port.ts';
+import type { LeaseStatements } from './leases.ts';
+import { DELIVERY_COLUMNS, deliveryFromRow, type DeliveryRow } from './rows.ts';
+import { eventFromRow, type EventRow } from './schema.ts';
+import type { Statement } from './sql.ts';
+
+export class FanOutStatements {
+  readonly #leases: LeaseStatements;
+  readonly #insertEvent: Statement;
+  readonly #getEvent: Statement<EventRow>;
+  readonly #unfanned: Statement<EventRow>;
+  readonly #countUnfanned: Statement<number>;
+  readonly #markFannedOut: Statement;
+  readonly #insertDelivery: Statement<DeliveryRow>;
+
+  constructor(db: BetterSqlite3.Database, leases: LeaseStatements) {
+    this.#leases = leases;
+    this.#insertEvent = db.prepare(`INSERT INTO events (id, tenant_id, type, payload, created_at, endpoint_id)
+      VALUES (@id, @tenantId, @type, @payload, @createdAt, @endpointId) ON CONFLICT (id) DO NOTHING`);
+    this.#getEvent = db.prepare<unknown[], EventRow>(`SELECT * FROM events WHERE id = ?`);
+    this.#unfanned = db.prepare<unknown[], EventRow>(
+      `SELECT * FROM events WHERE fanned_out_at IS NULL ORDER BY created_at, rowid LIMIT ?`,
+    );
+    // Through the partial index of waiting events: the count stops at the cap.
+    this.#countUnfanned = db.prepare<unknown[], number>(`SELECT count(*) FROM (SELECT 1 FROM events WHERE fanned_out_at IS NULL LIMIT ?)`).pluck();
+    this.#markFannedOut = db.prepare(`UPDATE events SET fanned_out_at = COALESCE(fanned_out_at, @now) WHERE id = @id`);
+    // RETURNING gives the row only when it was inserted (not when the id existed).
+    this.#insertDelivery = db.prepare<unknown[], DeliveryRow>(`INSERT OR IGNORE INTO deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot,
+        status, attempts, round, next_attempt_at, lease_epoch, last_error, created_at, updated_at, delivered_at)
+      VALUES (@id, @eventId, @endpointId, @tenantId, @eventType, @slot,
+        @status, 0, 0, @nextAttemptAt, @epoch, NULL, @createdAt, CASE WHEN @status = 'pending' THEN @createdAt ELSE @now END, NULL)
+      RETURNING ${DELIVERY_COLUMNS}`);
+  }
+
+  /** Writes a row per event: run it in a transaction. */
+  append(events: readonly OutboxEvent[]): void {
+    for (const event of events) {
+      this.#insertEvent.run({
+        id: event.id,
+        tenantId: event.tenantId,
+        type: event.type,
+        payload: event.payload,
+        createdAt: event.createdAt,
+        endpointId: event.endpointId,
+      });
+    }
+  }
+
+  unfanned(limit: number): OutboxEvent[] {
+    return this.#unfanned.all(Math.max(0, Math.floor(limit))).map(eventFromRow);
+  }
+
+  countUnfanned(cap: number): number {
+    return this.#countUnfanned.get(Math.max(0, Math.floor(cap))) ?? 0;
+  }
+
+  /**
+   * Marks each event fanned out and inserts its deliveries; answers the ones inserted in flight.
+   * Throws `NotFoundError` for an event not stored, so run it in a transaction.
+   */
+  record(fanOuts: readonly FanOut[], now: number, claim: FanOutClaim | undefined): Delivery[] {
+    const claimed: Delivery[] = [];
+    const epochs = new Map<number, number | undefined>();
+    const epochOf = (slot: number, owner: string): number | undefined => {
+      if (!epochs.has(slot)) epochs.set(slot, this.#leases.ownedEpoch(slot, owner, now));
+      return epochs.get(slot);
+    };
+    for (const { eventId, deliveries } of fanOuts) {
+      if (this.#markFannedOut.run({ id: eventId, now }).changes === 0) throw new NotFoundError('event', eventId);
+      for (const d of deliveries) {
+        const epoch = claim?.deliveryIds.has(d.id) === true ? epochOf(d.slot, claim.owner) : undefined;
+        const row = this.#insertDelivery.get({
+          id: d.id,
+          eventId: d.eventId,
+          endpointId: d.endpointId,
+          tenantId: d.tenantId,
+          eventType: d.eventType,
+          slot: d.slot,
+          status: epoch === undefined ? Status.PENDING : Status.IN_FLIGHT,
+          epoch: epoch ?? 0,
+          nextAttemptAt: d.nextAttemptAt,
+          createdAt: d.createdAt,
+          now,
+        });
+        if (row !== undefined && epoch !== undefined) claimed.push(deliveryFromRow(row));
+      }
+    }
+    return claimed;
+  }
+
+  getEvent(id: string): OutboxEvent | undefined {
+    const row = this.#getEvent.get(id);
+    return row === undefined ? undefined : eventFromRow(row);
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * Slot leases and cluster membership in SQLite. A lease row is taken,
+ * renewed or left as it is by one upsert per slot; the write lock the
+ * caller's transaction holds means two processes never race for a slot.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import type { NodeRecord, SlotLease } from '../port.ts';
+import { leaseFromRow, type LeaseRow, type NodeRow } from './rows.ts';
+import type { Statement } from './sql.ts';
+
+export class LeaseStatements {
+  readonly #acquire: Statement;
+  readonly #held: Statement<LeaseRow>;
+  readonly #release: Statement;
+  readonly #list: Statement<LeaseRow>;
+  readonly #owned: Statement<{ epoch: number }>;
+  readonly #heartbeat: Statement;
+  readonly #listNodes: Statement<NodeRow>;
+  readonly #removeNode: Statement;
+
+  constructor(db: BetterSqlite3.Database) {
+    this.#acquire = db.prepare(`INSERT INTO leases (slot, owner, until, epoch) VALUES (@slot, @owner, @until, 1)
+      ON CONFLICT (slot) DO UPDATE SET
+        epoch = CASE WHEN leases.owner = excluded.owner THEN leases.epoch ELSE leases.epoch + 1 END,
+        owner = excluded.owner,
+        until = excluded.until
+      WHERE leases.owner IS NULL OR leases.until <= @now OR leases.owner = excluded.owner`);
+    this.#held = db.prepare<unknown[], LeaseRow>(`SELECT slot, owner, until, epoch FROM leases
+      WHERE owner = @owner AND until > @now AND slot IN (SELECT value FROM json_each(@slots)) ORDER BY slot`);
+    this.#release = db.prepare(`UPDATE leases SET owner = NULL, until = 0
+      WHERE owner = @owner AND slot IN (SELECT value FROM json_each(@slots))`);
+    this.#list = db.prepare<unknown[], LeaseRow>(`SELECT slot, owner, until, epoch FROM leases WHERE owner IS NOT NULL ORDER BY slot`);
+    this.#owned = db.prepare<unknown[], { epoch: number }>(`SELECT epoch FROM leases WHERE slot = @slot AND owner = @owner AND until > @now`);
+    this.#heartbeat = db.prepare(`INSERT INTO nodes (id, started_at, seen_at) VALUES (@id, @startedAt, @now)
+      ON CONFLICT (id) DO UPDATE SET seen_at = MAX(nodes.seen_at, excluded.seen_at)`);
+    this.#listNodes = db.prepare<unknown[], NodeRow>(`SELECT id, started_at, seen_at FROM nodes WHERE seen_at >= ? ORDER BY id`);
+    this.#removeNode = db.prepare(`DELETE FROM nodes WHERE id = ?`);
+  }
+
+  /**
+   * Takes or renews `slots` for `owner` until `now + leaseMs` and answers the leases it holds
+   * among them. Writes a row per slot: run it in a transaction.
+   */
+  acquire(owner: string, slots: readonly number[], now: number, leaseMs: number): SlotLease[] {
+    const until = now + leaseMs;
+    for (const slot of slots) this.#acquire.run({ slot, owner, until, now });
+    return this.#held.all({ owner, now, slots: JSON.stringify(slots) }).map(leaseFromRow);
+  }
+
+  release(owner: string, slots: readonly number[]): void {
+    this.#release.run({ owner, slots: JSON.stringify(slots) });
+  }
+
+  /** Leases that have an owner, expired or not; released slots are left out. */
+  list(): SlotLease[] {
+    return this.#list.all().map(leaseFromRow);
+  }
+
+  /** The epoch of `slot` while `owner` holds it at `now`; undefined when it does not. */
+  ownedEpoch(slot: number, owner: string, now: number): number | undefined {
+    return this.#owned.get({ slot, owner, now })?.epoch;
+  }
+
+  heartbeat(node: { readonly id: string; readonly startedAt: number; readonly now: number }): void {
+    this.#heartbeat.run({ id: node.id, startedAt: node.startedAt, now: node.now });
+  }
+
+  listNodes(seenSince: number): NodeRecord[] {
+    return this.#listNodes.all(seenSince).map((row) => ({ id: row.id, startedAt: row.started_at, seenAt: row.seen_at }));
+  }
+
+  removeNode(id: string): void {
+    this.#removeNode.run(id);
+  }
+}

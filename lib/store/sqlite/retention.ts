@@ -1,0 +1,56 @@
+/**
+ * Retention in SQLite: attempts and dead letters older than the horizon go,
+ * and fanned-out events with nothing left to deliver, `PURGE_CHUNK` rows per
+ * call, so a large purge never holds the write lock for long.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import { TERMINAL_STATUSES_SQL } from './schema.ts';
+import type { Statement } from './sql.ts';
+
+/** Rows per statement or transaction, so other processes get the write lock in between. */
+export const PURGE_CHUNK = 500;
+
+export class RetentionStatements {
+  readonly #attempts: Statement;
+  readonly #deadLetters: Statement;
+  readonly #purgeableEvents: Statement<string>;
+  readonly #eventDeliveries: Statement;
+  readonly #events: Statement;
+
+  constructor(db: BetterSqlite3.Database) {
+    this.#attempts = db.prepare(`DELETE FROM attempts WHERE id IN
+      (SELECT id FROM attempts WHERE started_at < @before LIMIT @limit)`);
+    this.#deadLetters = db.prepare(`DELETE FROM dead_letters WHERE id IN
+      (SELECT id FROM dead_letters WHERE created_at < @before LIMIT @limit)`);
+    // An event goes once it is fanned out, every delivery of it finished before the horizon,
+    // and no dead letter of it still waits for a replay (a replay needs the event to send).
+    this.#purgeableEvents = db.prepare<unknown[], string>(`SELECT ev.id FROM events ev
+      WHERE ev.created_at < @before AND ev.fanned_out_at IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id
+          AND (d.status NOT IN ${TERMINAL_STATUSES_SQL} OR d.updated_at >= @before))
+        AND NOT EXISTS (SELECT 1 FROM dead_letters dl WHERE dl.event_id = ev.id AND dl.replayed_at IS NULL)
+      LIMIT @limit`).pluck();
+    this.#eventDeliveries = db.prepare(`DELETE FROM deliveries WHERE event_id IN (SELECT value FROM json_each(?))`);
+    this.#events = db.prepare(`DELETE FROM events WHERE id IN (SELECT value FROM json_each(?))`);
+  }
+
+  /** Deletes up to `PURGE_CHUNK` attempts started before `before`; answers how many. */
+  purgeAttempts(before: number): number {
+    return this.#attempts.run({ before, limit: PURGE_CHUNK }).changes;
+  }
+
+  /** Deletes up to `PURGE_CHUNK` dead letters created before `before`; answers how many. */
+  purgeDeadLetters(before: number): number {
+    return this.#deadLetters.run({ before, limit: PURGE_CHUNK }).changes;
+  }
+
+  /**
+   * Deletes up to `PURGE_CHUNK` purgeable events with their deliveries; answers how many events.
+   * Reads, then deletes from two tables: run it in a transaction.
+   */
+  purgeEvents(before: number): number {
+    const ids = JSON.stringify(this.#purgeableEvents.all({ before, limit: PURGE_CHUNK }));
+    this.#eventDeliveries.run(ids);
+    return this.#events.run(ids).changes;
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * Settling attempts in SQLite: each settlement writes its delivery (fenced
+ * by its claim epoch), its attempt, its endpoint's failing-since mark and,
+ * for a dead one, its dead letter. A batch writes many rows: the caller runs
+ * it in a transaction.
+ *
+ * Attempt numbers are the store's count of attempts in the round after this
+ * one, so they stay right even if the engine's copy of the delivery was stale.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import { StoreError } from '../../errors.ts';
+import type { SettleResult, Settlement } from '../port.ts';
+import type { Statement } from './sql.ts';
+
+/** What a settle statement hands back about the delivery it changed. */
+interface SettledRow {
+  attempts: number;
+  round: number;
+  endpoint_id: string;
+  event_id: string;
+  tenant_id: string;
+  event_type: string;
+}
+
+// A delivery is settled only while in flight at the epoch it was claimed with, and only
+// while that epoch is still the slot's: once another owner has taken the slot, the old
+// claimer's writes are refused even before the new owner reclaims the delivery.
+const FENCE = `id = @id AND status = 'in_flight' AND lease_epoch = @epoch
+  AND lease_epoch = (SELECT epoch FROM leases WHERE leases.slot = deliveries.slot)`;
+const SETTLED = `RETURNING attempts, round, endpoint_id, event_id, tenant_id, event_type`;
+
+export class SettleStatements {
+  readonly #delivered: Statement<SettledRow>;
+  readonly #retry: Statement<SettledRow>;
+  readonly #dead: Statement<SettledRow>;
+  readonly #release: Statement<SettledRow>;
+  readonly #insertAttempt: Statement;
+  readonly #insertDeadLetter: Statement;
+  readonly #clearFailing: Statement;
+  readonly #markFailing: Statement;
+
+  constructor(db: BetterSqlite3.Database) {
+    this.#delivered = db.prepare<unknown[], SettledRow>(`UPDATE deliveries SET status = 'delivered', attempts = attempts + 1,
+        last_error = @error, delivered_at = @now, updated_at = @now WHERE ${FENCE} ${SETTLED}`);
+    this.#retry = db.prepare<unknown[], SettledRow>(`UPDATE deliveries SET status = 'pending', attempts = attempts + 1,
+        next_attempt_at = @next, last_error = @error, updated_at = @now WHERE ${FENCE} ${SETTLED}`);
+    this.#dead = db.prepare<unknown[], SettledRow>(`UPDATE deliveries SET status = 'dead', attempts = attempts + 1,
+        last_error = @error, updated_at = @now WHERE ${FENCE} ${SETTLED}`);
+    this.#release = db.prepare<unknown[], SettledRow>(`UPDATE deliveries SET status = 'pending', next_attempt_at = @next,
+        updated_at = @now WHERE ${FENCE} ${SETTLED}`);
+    this.#insertAttempt = db.prepare(`INSERT INTO attempts (delivery_id, number, round, started_at, duration_ms, outcome, error)
+      VALUES (@deliveryId, @number, @round, @startedAt, @durationMs, @outcome, @error)`);
+    this.#insertDeadLetter = db.prepare(`INSERT INTO dead_letters (id, delivery_id, event_id, endpoint_id, tenant_id, event_type,
+        payload, reason, last_outcome, round, created_at, replayed_at)
+      SELECT @id, @deliveryId, e.id, @endpointId, @tenantId, @eventType, e.payload, @reason, @lastOutcome, @round, @now, NULL
+      FROM events e WHERE e.id = @eventId`);
+    this.#clearFailing = db.prepare(`UPDATE endpoints SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL`);
+    this.#markFailing = db.prepare(`UPDATE endpoints SET failing_since = @since WHERE id = @id AND failing_since IS NULL`);
+  }
+
+  settle(settlements: readonly Settlement[], now: number): SettleResult {
+    const applied: string[] = [];
+    const fenced: string[] = [];
+    for (const settlement of settlements) {
+      if (this.#settleOne(settlement, now)) applied.push(settlement.deliveryId);
+      else fenced.push(settlement.deliveryId);
+    }
+    return { applied, fenced };
+  }
+
+  #settleOne(settlement: Settlement, now: number): boolean {
+    const fence = { id: settlement.deliveryId, epoch: settlement.epoch, now };
+    if (settlement.kind === 'release') {
+      return this.#release.get({ ...fence, next: settlement.nextAttemptAt }) !== undefined;
+    }
+    const { attempt } = settlement;
+    let row: SettledRow | undefined;
+    switch (settlement.kind) {
+      case 'delivered':
+        row = this.#delivered.get({ ...fence, error: attempt.error });
+        break;
+      case 'retry':
+        row = this.#retry.get({ ...fence, error: attempt.error, next: settlement.nextAttemptAt });
+        break;
+      case 'dead':
+        row = this.#dead.get({ ...fence, error: attempt.error });
+        break;
+    }
+    if (row === undefined) return false;
+    const outcome = JSON.stringify(attempt.outcome);
+    this.#insertAttempt.run({
+      deliveryId: settlement.deliveryId,
+      number: row.attempts,
+      round: row.round,
+      startedAt: attempt.startedAt,
+      durationMs: attempt.durationMs,
+      outcome,
+      error: attempt.error,
+    });
+    if (settlement.kind === 'delivered') {
+      this.#clearFailing.run(row.endpoint_id);
+      return true;
+    }
+    this.#markFailing.run({ id: row.endpoint_id, since: attempt.startedAt });
+    if (settlement.kind === 'dead') {
+      const inserted = this.#insertDeadLetter.run({
+        id: settlement.deadLetterId,
+        deliveryId: settlement.deliveryId,
+        endpointId: row.endpoint_id,
+        tenantId: row.tenant_id,
+        eventType: row.event_type,
+        reason: settlement.reason,
+        lastOutcome: outcome,
+        round: row.round,
+        now,
+        eventId: row.event_id,
+      });
+      if (inserted.changes === 0) {
+        throw new StoreError(`sqlite: cannot dead-letter delivery '${settlement.deliveryId}': its event '${row.event_id}' is missing`);
+      }
+    }
+    return true;
+  }
+}
