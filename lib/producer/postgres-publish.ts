@@ -17,6 +17,7 @@ import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import type { OutboxEvent } from '../model.ts';
 import { DEFAULT_POSTGRES_SCHEMA, validSchemaName } from '../store/postgres/schema.ts';
+import { eventFromRow, type EventRow } from '../store/sql-rows.ts';
 import { outboxEventOf, validateEventInputs } from './validate-event.ts';
 import type { EventInput } from './validate-event.ts';
 
@@ -46,14 +47,6 @@ const DEFAULTS = Object.freeze({
   maxPayloadBytes: 256 * 1024,
 } satisfies Required<PostgresPublishOptions>);
 
-interface EventRow {
-  id: string;
-  tenant_id: string;
-  type: string;
-  payload: string;
-  created_at: string | number;
-  endpoint_id: string | null;
-}
 
 /**
  * Writes events into the outbox with `runner`, inside its transaction if one
@@ -141,17 +134,6 @@ async function storedEvents(runner: SqlRunner, schema: string, ids: readonly str
   return new Map(rows.map((row) => [row.id, eventFromRow(row)]));
 }
 
-function eventFromRow(row: EventRow): OutboxEvent {
-  return {
-    id: row.id,
-    tenantId: row.tenant_id,
-    type: row.type,
-    payload: row.payload,
-    // bigint arrives as text from node-postgres; epoch milliseconds fit a double exactly.
-    createdAt: Number(row.created_at),
-    endpointId: row.endpoint_id,
-  };
-}
 
 async function rowsOf<Row>(runner: SqlRunner, sql: string, parameters: unknown[]): Promise<Row[]> {
   const answer = await runner.query(sql, parameters);

@@ -14,7 +14,8 @@ import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { newEventId } from '../ids.ts';
 import type { OutboxEvent } from '../model.ts';
-import { ensureSchema, eventFromRow, type EventRow } from '../store/sqlite/schema.ts';
+import { eventFromRow, type EventRow } from '../store/sql-rows.ts';
+import { ensureSchema } from '../store/sqlite/schema.ts';
 import { validateEventInputs } from './validate-event.ts';
 import type { EventInput, ValidEventInput } from './validate-event.ts';
 

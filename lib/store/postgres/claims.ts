@@ -21,7 +21,8 @@
 import { slotOf } from '../../ids.ts';
 import type { DeliveryJob } from '../../model.ts';
 import type { ClaimRequest, EndpointClaimRequest } from '../port.ts';
-import { deliveryColumns, deliveryFromRow, type DeliveryRow } from './rows.ts';
+import { deliveryFromRow, type DeliveryRow } from '../sql-rows.ts';
+import { deliveryColumns } from './rows.ts';
 import { named, type Sql, type Statement } from './sql.ts';
 
 const CLAIM_SCAN_MAX = 1_000;

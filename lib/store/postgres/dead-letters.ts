@@ -6,7 +6,7 @@
 import type { DeadLetter } from '../../model.ts';
 import type { DeadLetterFilter } from '../port.ts';
 import { clampLimit, Conditions, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './delivery-log.ts';
-import { attemptFromRow, type AttemptRow, type DeadLetterRow } from './rows.ts';
+import { deadLetterFromRow, type AttemptRow, type DeadLetterRow } from '../sql-rows.ts';
 import type { Sql } from './sql.ts';
 import { workNotice } from './work-notice.ts';
 
@@ -95,20 +95,7 @@ export class DeadLetterQueries {
       if (list === undefined) byRound.set(key, [attempt]);
       else list.push(attempt);
     }
-    return rows.map((row) => ({
-      id: row.id,
-      deliveryId: row.delivery_id,
-      eventId: row.event_id,
-      endpointId: row.endpoint_id,
-      tenantId: row.tenant_id,
-      eventType: row.event_type,
-      payload: row.payload,
-      reason: row.reason,
-      lastOutcome: row.last_outcome,
-      attempts: (byRound.get(`${row.delivery_id}\0${row.round}`) ?? []).map(attemptFromRow),
-      createdAt: row.created_at,
-      replayedAt: row.replayed_at,
-    }));
+    return rows.map((row) => deadLetterFromRow(row, byRound.get(`${row.delivery_id}\0${row.round}`) ?? []));
   }
 }
 

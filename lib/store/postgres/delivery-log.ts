@@ -5,7 +5,7 @@
 import type { Attempt, Delivery, DeliveryStatus } from '../../model.ts';
 import { DeliveryStatus as Status } from '../../model.ts';
 import type { DeliveryFilter } from '../port.ts';
-import { attemptFromRow, deliveryFromRow, type AttemptRow, type DeliveryRow } from './rows.ts';
+import { attemptFromRow, deliveryFromRow, type AttemptRow, type DeliveryRow } from '../sql-rows.ts';
 import { named, type Sql, type Statement } from './sql.ts';
 
 /** Listing limits: the port's default, and a cap so one request cannot read the whole table. */

@@ -5,7 +5,8 @@
 import { ConflictError } from '../../errors.ts';
 import type { Endpoint } from '../../model.ts';
 import type { EndpointPatch } from '../port.ts';
-import { endpointFromRow, endpointValues, type EndpointRow } from './rows.ts';
+import { endpointFromRow, type EndpointRow } from '../sql-rows.ts';
+import { endpointValues } from './rows.ts';
 import { named, sqlState, SqlState, type Sql, type Statement } from './sql.ts';
 import { workNotice } from './work-notice.ts';
 

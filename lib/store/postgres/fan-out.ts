@@ -5,7 +5,8 @@
 import { NotFoundError } from '../../errors.ts';
 import type { Delivery, OutboxEvent } from '../../model.ts';
 import type { FanOut, FanOutClaim } from '../port.ts';
-import { deliveryColumns, deliveryFromRow, eventFromRow, type DeliveryRow, type EventRow } from './rows.ts';
+import { deliveryFromRow, eventFromRow, type DeliveryRow, type EventRow } from '../sql-rows.ts';
+import { deliveryColumns } from './rows.ts';
 import { named, type Sql, type Statement } from './sql.ts';
 import { workNotice } from './work-notice.ts';
 

@@ -6,7 +6,7 @@
  * other's row lock): at most one of them gets it, with the next epoch.
  */
 import type { LeaseRequest, NodeRecord, SlotLease } from '../port.ts';
-import { leaseFromRow, type LeaseRow } from './rows.ts';
+import { leaseFromRow, type LeaseRow } from '../sql-rows.ts';
 import { named, type Sql, type Statement } from './sql.ts';
 
 export class LeaseQueries {

@@ -8,8 +8,8 @@ import { slotOf } from '../../ids.ts';
 import type { DeliveryJob } from '../../model.ts';
 import type { ClaimRequest, EndpointClaimRequest } from '../port.ts';
 import type { LeaseStatements } from './leases.ts';
-import { DELIVERY_COLUMNS, deliveryFromRow, type DeliveryRow } from './rows.ts';
-import { eventFromRow, type EventRow } from './schema.ts';
+import { deliveryFromRow, eventFromRow, type DeliveryRow, type EventRow } from '../sql-rows.ts';
+import { DELIVERY_COLUMNS } from './rows.ts';
 import type { Statement } from './sql.ts';
 
 /*

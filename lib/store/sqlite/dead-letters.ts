@@ -4,10 +4,10 @@
  * the same event id).
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import type { DeadLetter, Outcome } from '../../model.ts';
+import type { DeadLetter } from '../../model.ts';
 import type { DeadLetterFilter } from '../port.ts';
 import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './delivery-log.ts';
-import { attemptFromRow, type AttemptRow, type DeadLetterRow } from './rows.ts';
+import { deadLetterFromRow, type AttemptRow, type DeadLetterRow } from '../sql-rows.ts';
 import { whereClause, type DynamicStatements, type Params, type Statement } from './sql.ts';
 
 /** Dead letters per replay transaction, so other processes get the write lock in between. */
@@ -72,21 +72,9 @@ export class DeadLetterStatements {
 
   /** The row as a dead letter, with the attempts of the round that died. */
   #fromRow(row: DeadLetterRow): DeadLetter {
-    return {
-      id: row.id,
-      deliveryId: row.delivery_id,
-      eventId: row.event_id,
-      endpointId: row.endpoint_id,
-      tenantId: row.tenant_id,
-      eventType: row.event_type,
-      payload: row.payload,
-      reason: row.reason,
-      lastOutcome: JSON.parse(row.last_outcome) as Outcome,
-      attempts: this.#roundAttempts.all(row.delivery_id, row.round).map(attemptFromRow),
-      createdAt: row.created_at,
-      replayedAt: row.replayed_at,
-    };
+    return deadLetterFromRow(row, this.#roundAttempts.all(row.delivery_id, row.round));
   }
+
 }
 
 function deadLetterWhere(filter: DeadLetterFilter): { where: string[]; params: Params } {

@@ -6,7 +6,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import type { Attempt, Delivery, DeliveryStatus } from '../../model.ts';
 import { DeliveryStatus as Status } from '../../model.ts';
 import type { DeliveryFilter } from '../port.ts';
-import { attemptFromRow, deliveryFromRow, type AttemptRow, type DeliveryRow } from './rows.ts';
+import { attemptFromRow, deliveryFromRow, type AttemptRow, type DeliveryRow } from '../sql-rows.ts';
 import { whereClause, type DynamicStatements, type Params, type Statement } from './sql.ts';
 
 /** Listing limits: the port's default, and a cap so one request cannot read the whole table. */

@@ -6,7 +6,8 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { ConflictError } from '../../errors.ts';
 import type { Endpoint } from '../../model.ts';
 import type { EndpointPatch } from '../port.ts';
-import { endpointFromRow, endpointToRow, type EndpointRow } from './rows.ts';
+import { endpointFromRow, type EndpointRow } from '../sql-rows.ts';
+import { endpointToRow } from './rows.ts';
 import { sqliteCode, type Statement } from './sql.ts';
 
 export class EndpointStatements {

@@ -9,8 +9,8 @@ import type { Delivery, OutboxEvent } from '../../model.ts';
 import { DeliveryStatus as Status } from '../../model.ts';
 import type { FanOut, FanOutClaim } from '../port.ts';
 import type { LeaseStatements } from './leases.ts';
-import { DELIVERY_COLUMNS, deliveryFromRow, type DeliveryRow } from './rows.ts';
-import { eventFromRow, type EventRow } from './schema.ts';
+import { deliveryFromRow, eventFromRow, type DeliveryRow, type EventRow } from '../sql-rows.ts';
+import { DELIVERY_COLUMNS } from './rows.ts';
 import type { Statement } from './sql.ts';
 
 export class FanOutStatements {

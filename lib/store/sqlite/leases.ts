@@ -5,7 +5,7 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { NodeRecord, SlotLease } from '../port.ts';
-import { leaseFromRow, type LeaseRow, type NodeRow } from './rows.ts';
+import { leaseFromRow, type LeaseRow, type NodeRow } from '../sql-rows.ts';
 import type { Statement } from './sql.ts';
 
 export class LeaseStatements {

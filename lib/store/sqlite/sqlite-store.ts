@@ -60,7 +60,7 @@ import { FanOutStatements } from './fan-out.ts';
 import { LeaseStatements } from './leases.ts';
 import { LockWaiter, LockWaitTimeout, type LockAccess } from './lock-waiter.ts';
 import { PURGE_CHUNK, RetentionStatements } from './retention.ts';
-import type { DeadLetterRow } from './rows.ts';
+import type { DeadLetterRow } from '../sql-rows.ts';
 import { ensureSchema } from './schema.ts';
 import { SettleStatements } from './settle.ts';
 import { DynamicStatements, isBusy, type Statement } from './sql.ts';

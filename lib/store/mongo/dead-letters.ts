@@ -1,0 +1,88 @@
+/**
+ * Dead letters in MongoDB: read with the attempts of the round that died,
+ * and replayed (their deliveries made pending again in a new round),
+ * `CHUNK` per transaction.
+ */
+import type { DeadLetter } from '../../model.ts';
+import type { DeadLetterFilter } from '../port.ts';
+import { CHUNK } from './collections.ts';
+import type { StoreDb } from './collections.ts';
+import { deadLetterFromDoc } from './documents.ts';
+import { afterKeyFilter, DEAD_LETTER_LIST_SORT, deadLetterListFilter, replayDeliveryFilter, replayDeliveryUpdate } from './queries.ts';
+import type { DeadLetterDoc } from './schema.ts';
+
+/** A dead letter's attempts are those of the round that died; earlier rounds have their own dead letters. */
+export async function getDeadLetter(db: StoreDb, id: string): Promise<DeadLetter | undefined> {
+  const doc = await db.deadLetters.findOne({ _id: id });
+  if (doc === null) return undefined;
+  return (await withAttempts(db, [doc]))[0];
+}
+
+/** `limit` is the filter's, clamped, at least 1. */
+export async function listDeadLetters(db: StoreDb, filter: DeadLetterFilter, limit: number): Promise<DeadLetter[]> {
+  const docs = await db.deadLetters.find(deadLetterListFilter(filter)).sort(DEAD_LETTER_LIST_SORT).limit(limit).toArray();
+  return withAttempts(db, docs);
+}
+
+/**
+ * By filter, every match is replayed (`limit` and `includeReplayed` are
+ * ignored), `CHUNK` per transaction. Dead letters whose endpoint has been
+ * deleted are skipped (their delivery would wait forever).
+ */
+export async function replayDeadLetters(
+  db: StoreDb,
+  selection: { readonly ids: readonly string[] } | DeadLetterFilter,
+  now: number,
+): Promise<string[]> {
+  const replayed: string[] = [];
+  const replay = (rows: readonly DeadLetterDoc[]) =>
+    db.transaction(async (session) => {
+      const done: string[] = [];
+      const endpointIds = [...new Set(rows.map((r) => r.endpointId))];
+      const existing = new Set(
+        (await db.endpoints.find({ _id: { $in: endpointIds } }, { session, projection: { _id: 1 } }).toArray()).map((e) => e._id),
+      );
+      for (const row of rows) {
+        if (!existing.has(row.endpointId)) continue;
+        const moved = await db.deliveries.updateOne(replayDeliveryFilter(row.deliveryId), replayDeliveryUpdate(now), { session });
+        if (moved.modifiedCount === 0) continue;
+        await db.deadLetters.updateOne({ _id: row._id }, { $set: { replayedAt: now } }, { session });
+        done.push(row._id);
+      }
+      return done;
+    });
+  if ('ids' in selection) {
+    for (let i = 0; i < selection.ids.length; i += CHUNK) {
+      const ids = [...new Set(selection.ids.slice(i, i + CHUNK))];
+      const rows = await db.deadLetters.find({ _id: { $in: ids }, replayedAt: null }).sort({ createdAt: 1, _id: 1 }).toArray();
+      if (rows.length > 0) replayed.push(...(await replay(rows)));
+    }
+    return replayed;
+  }
+  // Keyset pagination: skipped rows stay unreplayed, so "the next unreplayed ones" would loop forever.
+  const base = deadLetterListFilter({ ...selection, includeReplayed: false });
+  let after: { createdAt: number; id: string } | undefined;
+  for (;;) {
+    const rows = await db.deadLetters
+      .find({ $and: [base, afterKeyFilter(after)] })
+      .sort({ createdAt: 1, _id: 1 })
+      .limit(CHUNK)
+      .toArray();
+    if (rows.length > 0) replayed.push(...(await replay(rows)));
+    const last = rows.at(-1);
+    if (rows.length < CHUNK || last === undefined) return replayed;
+    after = { createdAt: last.createdAt, id: last._id };
+  }
+}
+
+async function withAttempts(db: StoreDb, docs: readonly DeadLetterDoc[]): Promise<DeadLetter[]> {
+  if (docs.length === 0) return [];
+  const deliveryIds = [...new Set(docs.map((d) => d.deliveryId))];
+  const all = await db.attempts.find({ deliveryId: { $in: deliveryIds } }).sort({ deliveryId: 1, round: 1, number: 1, _id: 1 }).toArray();
+  return docs.map((doc) =>
+    deadLetterFromDoc(
+      doc,
+      all.filter((a) => a.deliveryId === doc.deliveryId && a.round === doc.round),
+    ),
+  );
+}

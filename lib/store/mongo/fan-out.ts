@@ -1,0 +1,99 @@
+/**
+ * The outbox and fan-out in MongoDB: events appended (idempotently), the
+ * ones waiting to be fanned out, and recording a fan-out: its events marked
+ * and its deliveries upserted in one transaction, those the caller claims
+ * inserted in flight at their slot's epoch.
+ */
+import type { AnyBulkWriteOperation } from 'mongodb';
+import { NotFoundError } from '../../errors.ts';
+import type { Delivery, OutboxEvent } from '../../model.ts';
+import type { FanOut, FanOutClaim, NewDelivery } from '../port.ts';
+import type { StoreDb } from './collections.ts';
+import { deliveryFromDoc, eventFromDoc, eventToDoc, newDeliveryDoc } from './documents.ts';
+import { liveLeasesFilter } from './queries.ts';
+import type { DeliveryDoc, EventDoc } from './schema.ts';
+
+/**
+ * What one `recordFanOuts` call writes. The store works it out before its
+ * ready check and error mapping (`#run`), as it always has, so only what
+ * touches the database is in `recordFanOuts` below.
+ */
+export interface FanOutBatch {
+  readonly eventIds: readonly string[];
+  readonly all: readonly NewDelivery[];
+  /** Those of `all` that the claim names. */
+  readonly toClaim: readonly NewDelivery[];
+}
+
+export function fanOutBatch(fanOuts: readonly FanOut[], claim: FanOutClaim | undefined): FanOutBatch {
+  const eventIds = [...new Set(fanOuts.map((fanOut) => fanOut.eventId))];
+  const all = fanOuts.flatMap((fanOut) => fanOut.deliveries);
+  const toClaim = claim === undefined ? [] : all.filter((d) => claim.deliveryIds.has(d.id));
+  return { eventIds, all, toClaim };
+}
+
+/** Idempotent: an event whose id is already stored is left as it is. One transaction for the batch. */
+export async function appendEvents(db: StoreDb, events: readonly OutboxEvent[]): Promise<void> {
+  return db.transaction(async (session) => {
+    const ops: AnyBulkWriteOperation<EventDoc>[] = events.map((event) => {
+      const { _id, ...fields } = eventToDoc(event);
+      return { updateOne: { filter: { _id }, update: { $setOnInsert: fields }, upsert: true } };
+    });
+    await db.events.bulkWrite(ops, { session, ordered: true });
+  });
+}
+
+/** The first `n` (at least 1) events waiting to be fanned out, oldest first. */
+export async function unfannedEvents({ events }: StoreDb, n: number): Promise<OutboxEvent[]> {
+  return (await events.find({ fannedOut: false }).sort({ createdAt: 1, ord: 1 }).limit(n).toArray()).map(eventFromDoc);
+}
+
+/** The events waiting to be fanned out, counted up to `n` (at least 1). */
+export async function countUnfannedEvents({ events }: StoreDb, n: number): Promise<number> {
+  // The filter is the partial filter of events_unfanned, so the count walks that index only.
+  return events.countDocuments({ fannedOut: false }, { limit: n });
+}
+
+/** One transaction; answers the deliveries it inserted in flight (claimed). */
+export async function recordFanOuts(db: StoreDb, batch: FanOutBatch, now: number, claim?: FanOutClaim): Promise<Delivery[]> {
+  const { eventIds, all, toClaim } = batch;
+  return db.transaction(async (session) => {
+    const marked = await db.events.updateMany(
+      { _id: { $in: eventIds }, fannedOut: false },
+      { $set: { fannedOut: true, fannedOutAt: now } },
+      { session },
+    );
+    if (marked.matchedCount < eventIds.length) {
+      // Fewer were waiting than named: some were fanned out before (a rerun), or are not stored.
+      const stored = await db.events.find({ _id: { $in: eventIds } }, { session, projection: { _id: 1 } }).toArray();
+      const storedIds = new Set(stored.map((doc) => doc._id));
+      const missing = eventIds.find((id) => !storedIds.has(id));
+      if (missing !== undefined) throw new NotFoundError('event', missing);
+    }
+    if (all.length === 0) return [];
+    const epochs = new Map<number, number>();
+    if (claim !== undefined && toClaim.length > 0) {
+      const slots = [...new Set(toClaim.map((d) => d.slot))];
+      for (const lease of await db.leases.find(liveLeasesFilter(claim.owner, now, slots), { session }).toArray()) {
+        epochs.set(lease._id, lease.epoch);
+      }
+    }
+    const docs = all.map((d) => {
+      const epoch = claim?.deliveryIds.has(d.id) === true ? epochs.get(d.slot) : undefined;
+      return newDeliveryDoc(d, epoch === undefined ? undefined : { epoch, now });
+    });
+    const ops: AnyBulkWriteOperation<DeliveryDoc>[] = docs.map((doc) => {
+      const { _id, ...fields } = doc;
+      return { updateOne: { filter: { _id }, update: { $setOnInsert: fields }, upsert: true } };
+    });
+    const result = await db.deliveries.bulkWrite(ops, { session, ordered: true });
+    // Only the upserted ones are new; an id that existed (a rerun) keeps its state.
+    const inserted = new Set(Object.values(result.upsertedIds));
+    return docs.filter((doc) => doc.status === 'in_flight' && inserted.has(doc._id)).map(deliveryFromDoc);
+  });
+}
+
+export async function getEvent({ events }: StoreDb, id: string): Promise<OutboxEvent | undefined> {
+  const doc = await events.findOne({ _id: id });
+  return doc === null ? undefined : eventFromDoc(doc);
+}

@@ -1,0 +1,86 @@
+/**
+ * Slot leases and cluster membership in MongoDB. No transactions: a lease is
+ * renewed or taken by conditional updates and upserts, and a race for a slot
+ * is lost on its duplicate `_id`.
+ */
+import type { AnyBulkWriteOperation } from 'mongodb';
+import type { NodeRecord, SlotLease } from '../port.ts';
+import type { StoreDb } from './collections.ts';
+import { leaseFromDoc, nodeFromDoc } from './documents.ts';
+import { isDuplicateKeyError, onlyDuplicateKeys } from './mongo-errors.ts';
+import {
+  liveLeasesFilter,
+  RELEASE_LEASES_UPDATE,
+  releaseLeasesFilter,
+  renewLeasesFilter,
+  renewLeasesUpdate,
+  slotsToTake,
+  takeLeaseFilter,
+  takeLeaseUpdate,
+} from './queries.ts';
+import type { LeaseDoc } from './schema.ts';
+
+/**
+ * Three steps, none needing a transaction: read the slots' leases; renew the
+ * owner's own (live or lapsed, epoch kept) in one update; take the free or
+ * expired ones of others in one unordered bulk of conditional upserts
+ * (epoch + 1). An upsert that loses a race fails on the duplicate `_id` and
+ * means "not taken". Then read back what the owner holds.
+ */
+export async function acquireLeases(
+  { leases }: StoreDb,
+  owner: string,
+  slots: readonly number[],
+  now: number,
+  leaseMs: number,
+): Promise<SlotLease[]> {
+  const until = now + leaseMs;
+  const current = await leases.find({ _id: { $in: [...slots] } }).toArray();
+  if (current.some((lease) => lease.owner === owner)) {
+    await leases.updateMany(renewLeasesFilter(owner, slots), renewLeasesUpdate(until));
+  }
+  const take = slotsToTake(slots, current, owner, now);
+  if (take.length > 0) {
+    const ops: AnyBulkWriteOperation<LeaseDoc>[] = take.map((slot) => ({
+      updateOne: { filter: takeLeaseFilter(owner, slot, now), update: takeLeaseUpdate(owner, until), upsert: true },
+    }));
+    try {
+      await leases.bulkWrite(ops, { ordered: false });
+    } catch (error) {
+      if (!onlyDuplicateKeys(error)) throw error;
+    }
+  }
+  return (await leases.find(liveLeasesFilter(owner, now, slots)).sort({ _id: 1 }).toArray()).map(leaseFromDoc);
+}
+
+export async function releaseLeases({ leases }: StoreDb, owner: string, slots: readonly number[]): Promise<void> {
+  await leases.updateMany(releaseLeasesFilter(owner, slots), RELEASE_LEASES_UPDATE);
+}
+
+/** Leases that have an owner, expired or not; released slots are left out. */
+export async function listLeases({ leases }: StoreDb): Promise<SlotLease[]> {
+  return (await leases.find({ owner: { $ne: null } }).sort({ _id: 1 }).toArray()).map(leaseFromDoc);
+}
+
+export async function heartbeat(
+  { nodes }: StoreDb,
+  node: { readonly id: string; readonly startedAt: number; readonly now: number },
+): Promise<void> {
+  const write = () =>
+    nodes.updateOne({ _id: node.id }, { $setOnInsert: { startedAt: node.startedAt }, $max: { seenAt: node.now } }, { upsert: true });
+  try {
+    await write();
+  } catch (error) {
+    // Two first heartbeats at once: the document exists now, so the second try updates it.
+    if (!isDuplicateKeyError(error)) throw error;
+    await write();
+  }
+}
+
+export async function listNodes({ nodes }: StoreDb, seenSince: number): Promise<NodeRecord[]> {
+  return (await nodes.find({ seenAt: { $gte: seenSince } }).sort({ _id: 1 }).toArray()).map(nodeFromDoc);
+}
+
+export async function removeNode({ nodes }: StoreDb, id: string): Promise<void> {
+  await nodes.deleteOne({ _id: id });
+}

@@ -1,0 +1,186 @@
+/**
+ * The rows the two SQL stores (SQLite and PostgreSQL) share, and their
+ * domain values. Both lay out their tables alike; what differs is how a
+ * structured column arrives: JSON text from SQLite, already parsed from a
+ * PostgreSQL `jsonb` column ({@link JsonColumn}). A `bigint` time may arrive
+ * as text from a connection that does not parse int8 (a producer's own pool),
+ * hence `Number()` where that can happen.
+ */
+import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome } from '../model.ts';
+import { EndpointStatus } from '../model.ts';
+import type { SlotLease } from './port.ts';
+
+/** A structured column: JSON text (SQLite) or the parsed value (PostgreSQL `jsonb`). */
+export type JsonColumn<T> = string | T;
+
+function fromJson<T>(value: JsonColumn<T>): T {
+  return typeof value === 'string' ? (JSON.parse(value) as T) : value;
+}
+
+export interface EndpointRow {
+  id: string;
+  tenant_id: string;
+  url: string;
+  description: string;
+  event_types: JsonColumn<string[]>;
+  retry: JsonColumn<Endpoint['retry']>;
+  timeout_ms: number;
+  mode: string;
+  concurrency: number;
+  status: string;
+  disabled_reason: string | null;
+  failing_since: number | null;
+  secrets: JsonColumn<Endpoint['secrets']>;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface EventRow {
+  id: string;
+  tenant_id: string;
+  type: string;
+  payload: string;
+  created_at: number | string;
+  endpoint_id: string | null;
+}
+
+export interface DeliveryRow {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  tenant_id: string;
+  event_type: string;
+  slot: number;
+  status: string;
+  attempts: number;
+  round: number;
+  next_attempt_at: number;
+  lease_epoch: number;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+  delivered_at: number | null;
+}
+
+export interface AttemptRow {
+  delivery_id: string;
+  number: number;
+  round: number;
+  started_at: number;
+  duration_ms: number;
+  outcome: JsonColumn<Outcome>;
+  error: string | null;
+}
+
+export interface DeadLetterRow {
+  id: string;
+  delivery_id: string;
+  event_id: string;
+  endpoint_id: string;
+  tenant_id: string;
+  event_type: string;
+  payload: string;
+  reason: string;
+  last_outcome: JsonColumn<Outcome>;
+  round: number;
+  created_at: number;
+  replayed_at: number | null;
+}
+
+export interface LeaseRow {
+  slot: number;
+  owner: string;
+  until: number;
+  epoch: number;
+}
+
+export interface NodeRow {
+  id: string;
+  started_at: number;
+  seen_at: number;
+}
+
+export function endpointFromRow(row: EndpointRow): Endpoint {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    url: row.url,
+    description: row.description,
+    eventTypes: fromJson(row.event_types),
+    retry: fromJson(row.retry),
+    timeoutMs: row.timeout_ms,
+    mode: row.mode as Endpoint['mode'],
+    concurrency: row.concurrency,
+    status: row.status === EndpointStatus.ENABLED ? EndpointStatus.ENABLED : EndpointStatus.DISABLED,
+    disabledReason: row.disabled_reason,
+    failingSince: row.failing_since,
+    secrets: fromJson(row.secrets),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function eventFromRow(row: EventRow): OutboxEvent {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    type: row.type,
+    payload: row.payload,
+    // Epoch milliseconds fit a double exactly.
+    createdAt: Number(row.created_at),
+    endpointId: row.endpoint_id,
+  };
+}
+
+export function deliveryFromRow(row: DeliveryRow): Delivery {
+  return {
+    id: row.id,
+    eventId: row.event_id,
+    endpointId: row.endpoint_id,
+    tenantId: row.tenant_id,
+    eventType: row.event_type,
+    slot: row.slot,
+    status: row.status as DeliveryStatus,
+    attempts: row.attempts,
+    nextAttemptAt: row.next_attempt_at,
+    leaseEpoch: row.lease_epoch,
+    lastError: row.last_error,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    deliveredAt: row.delivered_at,
+  };
+}
+
+export function attemptFromRow(row: AttemptRow): Attempt {
+  return {
+    deliveryId: row.delivery_id,
+    number: row.number,
+    round: row.round,
+    startedAt: row.started_at,
+    durationMs: row.duration_ms,
+    outcome: fromJson(row.outcome),
+    error: row.error,
+  };
+}
+
+/** A dead letter with `attempts`, those of the round that died (the caller reads them). */
+export function deadLetterFromRow(row: DeadLetterRow, attempts: readonly AttemptRow[]): DeadLetter {
+  return {
+    id: row.id,
+    deliveryId: row.delivery_id,
+    eventId: row.event_id,
+    endpointId: row.endpoint_id,
+    tenantId: row.tenant_id,
+    eventType: row.event_type,
+    payload: row.payload,
+    reason: row.reason,
+    lastOutcome: fromJson(row.last_outcome),
+    attempts: attempts.map(attemptFromRow),
+    createdAt: row.created_at,
+    replayedAt: row.replayed_at,
+  };
+}
+
+export function leaseFromRow(row: LeaseRow): SlotLease {
+  return { slot: row.slot, owner: row.owner, until: row.until, epoch: row.epoch };
+}
