@@ -3,15 +3,30 @@
  * the outbox from their own connection. Times are epoch milliseconds
  * (INTEGER); structured values (secrets, filters, outcomes) are JSON text.
  *
- * Every statement is `IF NOT EXISTS`, so any process may call
- * {@link ensureSchema} at any time; the first one to get there creates the
- * tables and the others find them.
+ * Every statement of the first layout (version 1) is `IF NOT EXISTS`, so any
+ * process may call {@link ensureSchema} at any time; the first one to get
+ * there creates the tables and the others find them. Later layouts are
+ * numbered migrations ({@link SQLITE_MIGRATIONS}), applied in order in the
+ * same `BEGIN IMMEDIATE` transaction as the version they bring, recorded in
+ * `meta` under `schema_version`. A file whose recorded version is newer than
+ * this Herald knows is refused: an older Herald must not write into a layout
+ * it does not know.
  */
-import type { OutboxEvent } from '../../model.ts';
 import type BetterSqlite3 from 'better-sqlite3';
+import { StoreError } from '../../errors.ts';
 
-/** Bumped when a migration is needed; stored in `meta` under `schema_version`. */
-export const SCHEMA_VERSION = 1;
+/** A change of layout after version 1: its statements, run once, in order. */
+export interface SqliteMigration {
+  readonly version: number;
+  readonly what: string;
+  readonly sql: string;
+}
+
+/** Versions 2 and later, in order. */
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [];
+
+/** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */
+export const SCHEMA_VERSION = SQLITE_MIGRATIONS.at(-1)?.version ?? 1;
 
 /** The delivery statuses after which nothing more happens to a delivery (until a replay). */
 export const TERMINAL_STATUSES_SQL = `('delivered', 'dead', 'cancelled')`;
@@ -164,7 +179,29 @@ export function ensureSchema(db: BetterSqlite3.Database): void {
 
 function createSchema(db: BetterSqlite3.Database): void {
   db.exec(DDL);
-  db.prepare(`INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)`).run(String(SCHEMA_VERSION));
+  // A file created now starts at version 1 (the layout above) and is migrated like any other.
+  db.prepare(`INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '1')`).run();
+  migrate(db, SQLITE_MIGRATIONS);
+}
+
+/**
+ * Applies the migrations newer than the file's recorded version and records the last one. Runs
+ * inside the caller's transaction (every step commits or none does).
+ * @throws StoreError when the file was migrated by a newer Herald.
+ */
+export function migrate(db: BetterSqlite3.Database, migrations: readonly SqliteMigration[]): void {
+  const recorded = Number(db.prepare(`SELECT value FROM meta WHERE key = 'schema_version'`).pluck().get() ?? 1);
+  const known = migrations.at(-1)?.version ?? 1;
+  if (recorded > known) {
+    throw new StoreError(
+      `sqlite: the file is at schema version ${recorded}, newer than this Herald knows (${known}): run a Herald at least as new as the one that migrated it`,
+    );
+  }
+  for (const migration of migrations) {
+    if (migration.version <= recorded) continue;
+    db.exec(migration.sql);
+    db.prepare(`UPDATE meta SET value = ? WHERE key = 'schema_version'`).run(String(migration.version));
+  }
 }
 
 function hasTables(db: BetterSqlite3.Database): boolean {
@@ -177,22 +214,3 @@ function hasTables(db: BetterSqlite3.Database): boolean {
 }
 
 /** A row of `events`, as both the store and the producer read it. */
-export interface EventRow {
-  id: string;
-  tenant_id: string;
-  type: string;
-  payload: string;
-  created_at: number;
-  endpoint_id: string | null;
-}
-
-export function eventFromRow(row: EventRow): OutboxEvent {
-  return {
-    id: row.id,
-    tenantId: row.tenant_id,
-    type: row.type,
-    payload: row.payload,
-    createdAt: row.created_at,
-    endpointId: row.endpoint_id,
-  };
-}
