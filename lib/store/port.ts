@@ -223,6 +223,10 @@ export interface Store {
    * whose slot its owner holds (lease not expired) are inserted in flight at the slot's
    * epoch, as `claimDue` would leave them, and returned; the others are inserted pending.
    * `now` is the time written (fanned out, claimed) and the one leases are checked against.
+   * An event already fanned out (by another process, between its read and this call): a store
+   * either inserts its deliveries ignoring ids that exist, or skips them (PostgreSQL: the process
+   * that marked it wrote them). Both leave the same rows, since every process plans the same
+   * deliveries, with the same ids, for an event.
    * @throws NotFoundError when an event is not stored (nothing is written).
    */
   recordFanOuts(fanOuts: readonly FanOut[], now: number, claim?: FanOutClaim): Promise<Delivery[]>;

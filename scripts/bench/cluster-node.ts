@@ -3,18 +3,25 @@
  *   tsx scripts/bench/cluster-node.ts '<config overrides as JSON>'
  *
  * Over IPC it reports `{type: 'slots', count}` whenever the slots it holds
- * change and `{type: 'delivered', count}` (a running total) every 50 ms while
- * it delivers; `{type: 'close'}` closes it in order (leases released), then it exits.
+ * change and `{type: 'delivered', count, at}` (a running total, and when the
+ * last of them was settled on the machine's monotonic clock) every 50 ms
+ * while it delivers; `{type: 'close'}` closes it in order (leases released),
+ * then it exits.
  */
 import { resolveConfig, type ConfigOverrides } from '../../lib/config/config.ts';
 import { Herald } from '../../lib/herald.ts';
+import { machineNowMs } from './machine-clock.ts';
 
 const overrides = JSON.parse(process.argv[2] ?? '{}') as ConfigOverrides;
 const herald = await Herald.open(resolveConfig(overrides));
 let delivered = 0;
+let deliveredAt = 0;
 let reported = 0;
 herald.events.on('attempt', (e) => {
-  if (e.applied && e.settlement.kind === 'delivered') delivered += 1;
+  if (e.applied && e.settlement.kind === 'delivered') {
+    delivered += 1;
+    deliveredAt = machineNowMs();
+  }
 });
 let slots = -1;
 herald.events.on('leases', (e) => {
@@ -28,7 +35,7 @@ await herald.start();
 const report = setInterval(() => {
   if (delivered === reported) return;
   reported = delivered;
-  process.send?.({ type: 'delivered', count: delivered });
+  process.send?.({ type: 'delivered', count: delivered, at: deliveredAt });
 }, 50);
 process.on('message', (message: { type: string }) => {
   if (message.type !== 'close') return;

@@ -147,10 +147,22 @@ for (const [name, r] of Object.entries(scenarios)) {
     case 'recovery':
       rows.push([name, `peak/mean ${fmt(r.peakToMean)}`, `peak ${fmt(r.peakPerSec)}/s, mean ${fmt(r.meanPerSec)}/s over ${fmt(r.recoverySeconds, ' s')}`, 'peak ≤ 3 × mean', verdict(r)]);
       break;
-    case 'cluster':
-    {
+    case 'cluster': {
       const duplicates = r.duplicates as Result | undefined;
-      rows.push([name, `ratio ${fmt(r.ratio)}`, `2 processes ${fmt(r.twoProcessesPerSec)} ev/s vs 1 process ${fmt(r.oneProcessPerSec)} ev/s (${fmt(r.events)} events, slots ${Array.isArray(r.slotsPerNode) ? r.slotsPerNode.join('+') : '—'}, duplicates ${fmt(duplicates?.twoProcesses)})`, 'report', '—']);
+      const pg = (r.postgres ?? {}) as Result;
+      const runs = (Array.isArray(pg.runs) ? pg.runs : []) as Result[];
+      const pgRuns = runs.map((run) => {
+        const cpu = (run.cpuUsPerEvent ?? {}) as Result;
+        return `${fmt(run.processes)}p ${fmt(run.eventsPerSec)} ev/s (dup ${fmt(run.duplicates)}; CPU µs/ev Herald ${fmt(cpu.herald)}, pg ${fmt(cpu.server)}, producer ${fmt(cpu.producer)})`;
+      });
+      const postgres = typeof pg.skipped === 'string' ? `postgres skipped: ${pg.skipped}` : `postgres ${String(pg.version)}: ${pgRuns.join(', ')}`;
+      rows.push([
+        name,
+        `sqlite 2/1 ${fmt(r.ratio)}; postgres 2/1 ${fmt(pg.ratio2to1)}, 3/1 ${fmt(pg.ratio3to1)}`,
+        `sqlite 1p ${fmt(r.oneProcessPerSec)}, 2p ${fmt(r.twoProcessesPerSec)} ev/s (slots ${Array.isArray(r.slotsPerNode) ? r.slotsPerNode.join('+') : '—'}, dup ${fmt(duplicates?.twoProcesses)}); ${postgres} (${fmt(r.events)} events)`,
+        'postgres 2/1 ≥ 1.6',
+        verdict(r),
+      ]);
       break;
     }
     case 'peers':

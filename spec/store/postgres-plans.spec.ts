@@ -94,8 +94,9 @@ describe('PostgresStore hot statements on a long history (EXPLAIN)', function ()
   const unfannedIds = Array.from({ length: 100 }, (_, i) => `evt_${String(HISTORY + BACKLOG + 1 + i).padStart(12, '0')}`);
   const deliveriesOf = unfannedIds.map((id, i) => ({ id: `dlv_new_${i}`, eventId: id, endpointId: endpointIds[i % ENDPOINTS]! }));
   const settlementIds = Array.from({ length: 100 }, (_, i) => `dlv_${String(HISTORY + 1 + i).padStart(12, '0')}`);
-  const cases: Array<[string, Statement, () => readonly unknown[]]> = [
-    ['events waiting to fan out', fanOut.unfanned, () => [100]],
+  /** Each hot statement, its parameters, and the indexes its plan must use (beyond scanning nothing whole). */
+  const cases: Array<[string, Statement, () => readonly unknown[], (readonly string[])?]> = [
+    ['events waiting to fan out', fanOut.unfanned, () => [100], ['events_unfanned']],
     ['count of the waiting events', fanOut.countUnfanned, () => [100_000]],
     ['fan-out of 100 events, claiming', fanOut.recordFanOuts, () => [
       unfannedIds, NOW, 'node-a', deliveriesOf.map((d) => d.id), deliveriesOf.map((d) => d.eventId), deliveriesOf.map((d) => d.endpointId),
@@ -105,21 +106,23 @@ describe('PostgresStore hot statements on a long history (EXPLAIN)', function ()
     ['count of the due backlog', claims.countDue, () => [NOW, 1_001]],
     ['claim by scan', claims.claimByScan, () => ['node-a', NOW, [], null, 10, 100]],
     ['claim by endpoint', claims.claimByEndpoint, () => ['node-a', NOW, [], null, 10, 100]],
-    ['claim for 10 named endpoints', claims.claimForEndpoints, () => [due, due.map((id) => slotOf(id, SLOTS)), due.map(() => 10), 'node-a', NOW]],
+    ['claim for 10 named endpoints', claims.claimForEndpoints, () => [due, due.map((id) => slotOf(id, SLOTS)), due.map(() => 10), 'node-a', NOW], ['deliveries_pending_claim']],
     ['settle of 100 attempts', settle.settle, () => [
       settlementIds, settlementIds.map((_, i) => (i % 10 === 0 ? 'retry' : 'delivered')), settlementIds.map(() => 1),
       settlementIds.map((_, i) => (i % 10 === 0 ? NOW + 60_000 : null)), settlementIds.map(() => null), settlementIds.map(() => NOW),
       settlementIds.map(() => 5), settlementIds.map(() => '{"kind":"response","status":200}'), settlementIds.map(() => null),
       settlementIds.map(() => null), NOW,
-    ]],
+    ], ['deliveries_pkey']],
   ];
 
-  for (const [name, statement, values] of cases) {
+  for (const [name, statement, values, indexes = []] of cases) {
     it(`${name}: reads the growing tables through indexes only`, async () => {
       const tree = await plan(statement, values());
       if (process.env.HERALD_SPEC_PLANS === '1') console.log(`      ${name}:\n${describePlan(tree, 4).map((line) => `      ${line}`).join('\n')}`);
       const scanned = nodesOf(tree).filter((node) => node['Node Type'] === 'Seq Scan' && GROWING.has(node['Relation Name'] ?? ''));
       expect(scanned.map((node) => node['Relation Name']), `${name} scans a whole table`).to.deep.equal([]);
+      const used = new Set(nodesOf(tree).map((node) => node['Index Name']));
+      for (const index of indexes) expect(used.has(index), `${name} uses ${index}`).to.equal(true);
     });
   }
 });

@@ -56,13 +56,16 @@ export class ClaimQueries {
       AND NOT (${endpointId} = ANY($3::text[]))
       AND ($4::text IS NULL OR ${endpointId} = $4::text)
       AND EXISTS (SELECT 1 FROM ${s}.endpoints e WHERE e.id = ${endpointId} AND e.status = 'enabled')`;
+    // `slot = ANY(owned slots)` as well as the join: the planner cannot know how many slots the
+    // owner holds (it guessed 4 of 256), and without it joined every due row of every owner.
+    const ownedSlots = `d.slot = ANY(ARRAY(SELECT slot FROM owned))`;
     const orphans = `SELECT d.id, d.endpoint_id, d.next_attempt_at, o.epoch
       FROM owned o JOIN ${s}.deliveries d ON d.slot = o.slot
-      WHERE d.status = 'in_flight' AND d.lease_epoch < o.epoch ${filters('d.endpoint_id')}`;
+      WHERE d.status = 'in_flight' AND ${ownedSlots} AND d.lease_epoch < o.epoch ${filters('d.endpoint_id')}`;
     const byScan = `candidates AS (
         SELECT d.id, d.endpoint_id, d.next_attempt_at, o.epoch
         FROM owned o JOIN ${s}.deliveries d ON d.slot = o.slot
-        WHERE d.status = 'pending' AND d.next_attempt_at <= $2 ${filters('d.endpoint_id')}
+        WHERE d.status = 'pending' AND ${ownedSlots} AND d.next_attempt_at <= $2 ${filters('d.endpoint_id')}
         UNION ALL
         ${orphans}
       )`;

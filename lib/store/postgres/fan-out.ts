@@ -29,28 +29,37 @@ export class FanOutQueries {
       `SELECT count(*) AS n FROM (SELECT 1 FROM ${s}.events WHERE fanned_out_at IS NULL LIMIT $1) waiting`);
     this.#getEvent = named(s, 'event_get', `SELECT * FROM ${s}.events WHERE id = $1`);
     /*
-     * One statement, so one round trip and atomic without a transaction: every event of the
-     * batch is marked fanned out and its deliveries inserted, or nothing is written when one of
-     * the events is not stored (`found` short of `wanted`). A delivery named for claiming whose
-     * slot the owner holds goes in in flight at the slot's epoch; the others go in pending, and
-     * when some did, the other processes are told (they may own those slots).
+     * One statement, so one round trip and atomic without a transaction: the batch's events
+     * still waiting are marked fanned out and their deliveries inserted, or nothing is written
+     * when one of the events is not stored (`found` short of `wanted`). Several processes read
+     * the same waiting events: each event is taken by the first statement to lock it. The
+     * others skip it (SKIP LOCKED, or it is no longer waiting) and insert none of its
+     * deliveries, so a race writes nothing twice; rows are locked in id order, so two batches
+     * that overlap cannot deadlock. A delivery named for claiming whose slot the owner holds
+     * goes in in flight at the slot's epoch; the others go in pending, and when some did, the
+     * other processes are told (they may own those slots).
      *   $1 event ids, $2 now, $3 owner (or null), $4–$12 the deliveries' columns, $13 claim flags
      */
     this.#record = named(s, 'fan_out_record', `
       WITH wanted AS (SELECT DISTINCT unnest($1::text[]) AS id),
       found AS (SELECT count(*) AS n FROM ${s}.events e JOIN wanted w ON w.id = e.id),
       complete AS (SELECT (SELECT n FROM found) = (SELECT count(*) FROM wanted) AS ok),
+      taken AS (
+        SELECT e.id FROM ${s}.events e
+        WHERE e.id IN (SELECT id FROM wanted) AND e.fanned_out_at IS NULL AND (SELECT ok FROM complete)
+        ORDER BY e.id
+        FOR UPDATE SKIP LOCKED
+      ),
       marked AS (
-        UPDATE ${s}.events SET fanned_out_at = COALESCE(fanned_out_at, $2)
-        WHERE id IN (SELECT id FROM wanted) AND (SELECT ok FROM complete)
-        RETURNING id
+        UPDATE ${s}.events e SET fanned_out_at = $2 FROM taken t WHERE e.id = t.id
+        RETURNING e.id
       ),
       planned AS (
         SELECT p.*, l.epoch
         FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::bool[])
           AS p(id, event_id, endpoint_id, tenant_id, event_type, slot, next_attempt_at, created_at, claim)
         LEFT JOIN ${s}.leases l ON p.claim AND l.slot = p.slot AND l.owner = $3 AND l.until > $2
-        WHERE (SELECT ok FROM complete)
+        WHERE p.event_id IN (SELECT id FROM marked)
       ),
       inserted AS (
         INSERT INTO ${s}.deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot, status, attempts, round,
@@ -59,6 +68,7 @@ export class FanOutQueries {
           CASE WHEN epoch IS NULL THEN 'pending' ELSE 'in_flight' END, 0, 0,
           next_attempt_at, COALESCE(epoch, 0), NULL, created_at, CASE WHEN epoch IS NULL THEN created_at ELSE $2 END, NULL
         FROM planned
+        ORDER BY id
         ON CONFLICT (id) DO NOTHING
         RETURNING ${deliveryColumns(`${s}.deliveries`)}
       )

@@ -41,7 +41,10 @@ export class SettleQueries {
           delivered_at = CASE WHEN b.kind = 'delivered' THEN $11 ELSE d.delivered_at END,
           updated_at = $11
         FROM batch b
-        WHERE d.id = b.id AND d.status = 'in_flight' AND d.lease_epoch = b.epoch
+        -- Found by primary key, so the cost follows the batch. Written "status || ''" so the planner
+        -- cannot reach the rows through deliveries_in_flight instead: under load that index holds
+        -- every node's rows in flight and, until vacuum, the entries of rows that left it.
+        WHERE d.id = b.id AND d.status || '' = 'in_flight' AND d.lease_epoch = b.epoch
           AND d.lease_epoch = (SELECT l.epoch FROM ${s}.leases l WHERE l.slot = d.slot)
         RETURNING d.id, d.attempts, d.round, d.endpoint_id, d.event_id, d.tenant_id, d.event_type,
                   b.kind, b.ord, b.started_at, b.duration_ms, b.outcome, b.error, b.dead_letter_id, b.reason
