@@ -66,6 +66,17 @@ export function isoTime(epochMs: number): string {
   return new Date(epochMs).toISOString();
 }
 
+/** A duration for people, its two largest units, rounded down: `1 d 3 h`, `4 h 5 min`, `7 min`, `0 min`. */
+export function durationText(ms: number): string {
+  const minutes = Math.floor(Math.max(0, ms) / 60_000);
+  const days = Math.floor(minutes / 1_440);
+  const hours = Math.floor((minutes % 1_440) / 60);
+  const rest = minutes % 60;
+  if (days > 0) return hours > 0 ? `${days} d ${hours} h` : `${days} d`;
+  if (hours > 0) return rest > 0 ? `${hours} h ${rest} min` : `${hours} h`;
+  return `${rest} min`;
+}
+
 /**
  * `2026-01-31`, or `2026-01-31T10:00Z`, `2026-01-31T10:00:00.250+02:00`: a
  * date, or a date and time with optional seconds and fraction and a required

@@ -22,6 +22,9 @@ import {
   validateNewEndpoint,
   type EndpointChanges,
 } from './endpoints/endpoint-input.ts';
+import { ReviewWatch, UNREVIEWED_COUNT_CAP } from './dead-letters/review-watch.ts';
+import type { OperatorTriageState, TriageOutcome } from './dead-letters/triage.ts';
+import { validateBulkTriageInput, validateTriageInput } from './dead-letters/triage-input.ts';
 import { BreakerFamily, type BreakerState } from './engine/breaker.ts';
 import type { EngineEvents } from './engine/engine-events.ts';
 import { InFlightLimiter } from './engine/in-flight-limiter.ts';
@@ -29,7 +32,7 @@ import { Supervisor } from './engine/supervisor.ts';
 import { Ticker } from './engine/ticker.ts';
 import { ConflictError, NotFoundError, ValidationError } from './errors.ts';
 import { newId } from './ids.ts';
-import { DisabledReason, type Attempt, type DeadLetter, type Delivery, type Endpoint, type OutboxEvent } from './model.ts';
+import { DisabledReason, type Attempt, type DeadLetter, type Delivery, type Endpoint, type OutboxEvent, type RateLimit } from './model.ts';
 import { outboxEventOf, validateEventInputs } from './producer/validate-event.ts';
 import { secretKey, generateSecret } from './signing/secret.ts';
 import { SigningPool } from './signing/signing-pool.ts';
@@ -41,11 +44,16 @@ import { StoreHealth, type StoreAvailability } from './store/store-health.ts';
 export const OUTBOX_COUNT_CAP = 100_000;
 
 /** An endpoint as the API shows it: never its secrets. */
-export type EndpointView = Omit<Endpoint, 'secrets'> & {
+export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit'> & {
+  /** `null`: no rate limit. */
+  readonly rateLimit: RateLimit | null;
   readonly secretCount: number;
   /** When the previous secret stops signing, during a rotation. */
   readonly previousSecretExpiresAt: number | null;
 };
+
+/** A dead letter as the API shows it: with its age, by this node's clock. */
+export type DeadLetterView = DeadLetter & { readonly ageMs: number };
 
 export interface StatusSnapshot {
   readonly node: string;
@@ -62,6 +70,17 @@ export interface StatusSnapshot {
    */
   readonly unfannedEvents: number;
   readonly fencedWrites: number;
+  /**
+   * The dead letters nobody has reviewed yet (state `new`), all nodes together, counted up to
+   * `UNREVIEWED_COUNT_CAP`, the oldest one's age (0 when none), and the limit it is held to
+   * (`deadLetters.reviewWithinMs`). Zeros when the store did not answer.
+   */
+  readonly deadLetters: {
+    readonly unreviewed: number;
+    readonly oldestUnreviewedAt: number | null;
+    readonly oldestUnreviewedAgeMs: number;
+    readonly reviewWithinMs: number;
+  };
   /**
    * `reachable`: the store answered the status query (how fast, by the clock). `available`: it also
    * takes this process's work — no call stuck waiting (a lock held by another process) and no
@@ -119,6 +138,7 @@ export class Herald {
   readonly #supervisor: Supervisor;
   readonly #startedAt: number;
   #purgeTimer: { cancel(): void } | undefined;
+  readonly #reviewWatch: ReviewWatch;
   #fencedWrites = 0;
   #started = false;
 
@@ -258,6 +278,14 @@ export class Herald {
         },
       },
     );
+    this.#reviewWatch = new ReviewWatch(config.deadLetters, {
+      clock,
+      unreviewed: () => store.unreviewedDeadLetters(UNREVIEWED_COUNT_CAP),
+      // One node of a cluster checks, so the operator hears of a backlog once: the holder of slot 0.
+      isChecker: () => this.#leases.held.some((lease) => lease.slot === 0),
+      emit: (event) => emit('operational', event),
+      onError: (error) => emit('failure', { where: 'dead-letter review', error }),
+    });
   }
 
   /** The store this node uses (the producer API writes to the same data). */
@@ -277,10 +305,12 @@ export class Herald {
     await this.#leases.start();
     this.#supervisor.start();
     this.#purgeTimer = this.#clock.setInterval(() => void this.purge(), this.config.retention.purgeIntervalMs);
+    this.#reviewWatch.start();
   }
 
   async close(): Promise<void> {
     this.#purgeTimer?.cancel();
+    this.#reviewWatch.close();
     await this.#supervisor.close();
     await this.#leases.close();
     this.#localNodes?.close();
@@ -299,6 +329,14 @@ export class Herald {
   /** Resolves when the supervisor has no pump running (tests). */
   async idle(): Promise<void> {
     await this.#supervisor.settled();
+  }
+
+  /**
+   * Looks at the oldest unreviewed dead letter now, as the timer does every
+   * `deadLetters.checkIntervalMs`: emits `deadletters.unreviewed` when it is newly overdue.
+   */
+  async reviewDeadLetters(): Promise<void> {
+    await this.#reviewWatch.check();
   }
 
   /** Deletes attempts and dead letters older than the retention period. */
@@ -334,6 +372,7 @@ export class Herald {
       timeoutMs: fields.timeoutMs,
       mode: fields.mode,
       concurrency: fields.concurrency,
+      ...(fields.rateLimit === undefined ? {} : { rateLimit: fields.rateLimit }),
       status: 'enabled',
       disabledReason: null,
       failingSince: null,
@@ -442,14 +481,37 @@ export class Herald {
 
   // Dead letters
 
-  async listDeadLetters(filter: DeadLetterFilter): Promise<DeadLetter[]> {
-    return this.#store.listDeadLetters(filter);
+  async listDeadLetters(filter: DeadLetterFilter): Promise<DeadLetterView[]> {
+    const letters = await this.#store.listDeadLetters(filter);
+    const now = this.#clock.now();
+    return letters.map((letter) => ({ ...letter, ageMs: Math.max(0, now - letter.createdAt) }));
   }
 
-  async getDeadLetter(id: string): Promise<DeadLetter> {
+  async getDeadLetter(id: string): Promise<DeadLetterView> {
     const deadLetter = await this.#store.getDeadLetter(id);
     if (deadLetter === undefined) throw new NotFoundError('dead letter', id, 'deadLetterId');
-    return deadLetter;
+    return { ...deadLetter, ageMs: Math.max(0, this.#clock.now() - deadLetter.createdAt) };
+  }
+
+  /**
+   * Acknowledges or discards one open dead letter with `{note, by}` (lib/dead-letters/triage.ts).
+   * @throws ValidationError naming `note`, `by` or an unknown field; NotFoundError (`deadLetterId`);
+   *   ConflictError when it was replayed or discarded already.
+   */
+  async triageDeadLetter(id: string, state: OperatorTriageState, input: unknown): Promise<DeadLetterView> {
+    const { note, by } = validateTriageInput(input);
+    const [skipped] = (await this.#store.triageDeadLetters({ ids: [id], state, note, by }, this.#clock.now())).skipped;
+    if (skipped?.reason === 'unknown') throw new NotFoundError('dead letter', id, 'deadLetterId');
+    if (skipped !== undefined) {
+      throw new ConflictError(`deadLetterId: '${id}' was ${skipped.reason} already; only a new or acknowledged dead letter can be acknowledged or discarded`);
+    }
+    return this.getDeadLetter(id);
+  }
+
+  /** The same for `{ids, note, by}`: the open ones are set, the others (unknown, replayed, discarded) skipped with why. */
+  async triageDeadLetters(state: OperatorTriageState, input: unknown): Promise<TriageOutcome> {
+    const { ids, note, by } = validateBulkTriageInput(input);
+    return this.#store.triageDeadLetters({ ids, state, note, by }, this.#clock.now());
   }
 
   /** Replays one dead letter: same event id, a new round of attempts. */
@@ -475,9 +537,14 @@ export class Herald {
     const askedAt = this.#clock.now();
     let deliveries: Readonly<Record<string, number>> = {};
     let unfannedEvents = 0;
+    let unreviewed: { readonly count: number; readonly oldestAt: number | null } = { count: 0, oldestAt: null };
     let storeError: string | null = null;
     try {
-      [deliveries, unfannedEvents] = await Promise.all([this.#store.countDeliveries(), this.#store.countUnfannedEvents(OUTBOX_COUNT_CAP)]);
+      [deliveries, unfannedEvents, unreviewed] = await Promise.all([
+        this.#store.countDeliveries(),
+        this.#store.countUnfannedEvents(OUTBOX_COUNT_CAP),
+        this.#store.unreviewedDeadLetters(UNREVIEWED_COUNT_CAP),
+      ]);
     } catch (error) {
       storeError = (error as Error)?.message ?? String(error);
     }
@@ -497,6 +564,12 @@ export class Herald {
       deliveries,
       unfannedEvents,
       fencedWrites: this.#fencedWrites,
+      deadLetters: {
+        unreviewed: unreviewed.count,
+        oldestUnreviewedAt: unreviewed.oldestAt,
+        oldestUnreviewedAgeMs: unreviewed.oldestAt === null ? 0 : Math.max(0, askedAt - unreviewed.oldestAt),
+        reviewWithinMs: this.config.deadLetters.reviewWithinMs,
+      },
       store,
       cluster: {
         liveNodes: this.#leases.liveNodes,
@@ -538,7 +611,7 @@ export class Herald {
 }
 
 function viewOf(endpoint: Endpoint): EndpointView {
-  const { secrets, ...rest } = endpoint;
+  const { secrets, rateLimit, ...rest } = endpoint;
   const previous = secrets.find((s) => s.expiresAt !== null);
-  return { ...rest, secretCount: secrets.length, previousSecretExpiresAt: previous?.expiresAt ?? null };
+  return { ...rest, rateLimit: rateLimit ?? null, secretCount: secrets.length, previousSecretExpiresAt: previous?.expiresAt ?? null };
 }

@@ -2,7 +2,7 @@
  * Herald's public entry: everything a producer, a consumer or an embedding
  * application uses. Inside lib/, modules import from their defining files.
  */
-export { Herald, type EndpointView, type HeraldDeps, type StatusSnapshot } from './herald.ts';
+export { Herald, type DeadLetterView, type EndpointView, type HeraldDeps, type StatusSnapshot } from './herald.ts';
 export { publish } from './producer/sqlite-publish.ts';
 export { publish as publishMongo, type MongoPublishOptions, type MongoOutbox } from './producer/mongo-publish.ts';
 export { publish as publishPg, type PostgresPublishOptions, type SqlRunner } from './producer/postgres-publish.ts';
@@ -29,7 +29,7 @@ export {
   isHeraldError,
   hasCode,
 } from './errors.ts';
-export type { OutboxEvent, Endpoint, Delivery, Attempt, Outcome, DeadLetter, DeliveryMode, RetrySpec, RetryFormula } from './model.ts';
-export { DisabledReason, JitterKind } from './model.ts';
+export type { OutboxEvent, Endpoint, Delivery, Attempt, Outcome, DeadLetter, DeliveryMode, RetrySpec, RetryFormula, RateLimit } from './model.ts';
+export { DisabledReason, JitterKind, TriageState, type Triage } from './model.ts';
 export type { Store } from './store/port.ts';
 export { OperationalEventType, type OperationalEvent, type EngineEvents } from './engine/engine-events.ts';

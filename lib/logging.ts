@@ -11,7 +11,7 @@
 import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino';
 import { isoTime } from './clock.ts';
 import type { LogFormat, LogLevel } from './config/config.ts';
-import type { EngineEvents } from './engine/engine-events.ts';
+import { OperationalEventType, type EngineEvents } from './engine/engine-events.ts';
 import type { EventEmitter } from 'node:events';
 import type { OperatorWebhookEvents } from './status/operator-webhook.ts';
 
@@ -126,7 +126,12 @@ export function logEngineEvents(herald: { readonly events: EventEmitter<EngineEv
   herald.events.on('breaker', (e) => log.warn({ endpointId: e.endpointId, probeAt: e.probeAt }, `breaker ${e.state}`));
   herald.events.on('paused', (e) => log.warn({ endpointId: e.endpointId, until: e.until }, 'mailbox paused by 429'));
   herald.events.on('operational', (e) =>
-    log.warn({ endpointId: e.endpointId, tenantId: e.tenantId, deliveryId: e.deliveryId, operational: e.type }, `${e.type}: ${e.detail}`),
+    log.warn(
+      e.type === OperationalEventType.DEAD_LETTERS_UNREVIEWED
+        ? { count: e.count, oldestAgeMs: e.oldestAgeMs, reviewWithinMs: e.reviewWithinMs, operational: e.type }
+        : { endpointId: e.endpointId, tenantId: e.tenantId, deliveryId: e.deliveryId, operational: e.type },
+      `${e.type}: ${e.detail}`,
+    ),
   );
   herald.events.on('feedRestart', (e) => log.warn({ reason: e.reason }, 'change feed restarted'));
   herald.events.on('predecessorReaped', (e) =>

@@ -96,6 +96,18 @@ export interface SigningSecret {
   readonly expiresAt: number | null;
 }
 
+/**
+ * A token bucket per endpoint: it holds at most `burst` tokens, refilled at `perSecond`, and every
+ * attempt (first, retry, replay) takes one. Stored resolved: `burst` defaults to
+ * `max(1, ceil(perSecond))` when the caller leaves it out (lib/endpoints/rate-limit.ts).
+ */
+export interface RateLimit {
+  /** Tokens added per second, 0.01 to 10 000. */
+  readonly perSecond: number;
+  /** The most tokens held, so the most attempts started at once after a quiet spell, 1 to 10 000. */
+  readonly burst: number;
+}
+
 export interface Endpoint {
   readonly id: string;
   readonly tenantId: string;
@@ -108,6 +120,8 @@ export interface Endpoint {
   readonly mode: DeliveryMode;
   /** Requests in flight to this endpoint at once. */
   readonly concurrency: number;
+  /** Attempts started per second at most, on top of `concurrency`; absent: no limit. */
+  readonly rateLimit?: RateLimit;
   readonly status: EndpointStatus;
   /**
    * Why it is disabled, when it is: `operator`, or a {@link DisabledReason} followed by a colon and
@@ -213,5 +227,33 @@ export interface DeadLetter {
   readonly lastOutcome: Outcome;
   readonly attempts: readonly Attempt[];
   readonly createdAt: number;
+  /** When it was replayed (then `triage.state` is `replayed` too), kept for compatibility. */
   readonly replayedAt: number | null;
+  readonly triage: Triage;
+}
+
+/**
+ * Where a dead letter stands in the operators' review. `new` and `acknowledged` are open (still in
+ * the queue); `replayed` and `discarded` are closed. The rules are `lib/dead-letters/triage.ts`'s.
+ */
+export const TriageState = {
+  /** Nobody has looked at it yet: what `deadLetters.reviewWithinMs` watches. */
+  NEW: 'new',
+  /** Someone looked at it and said why (`note`, `by`); it can still be replayed. */
+  ACKNOWLEDGED: 'acknowledged',
+  /** Replayed: its delivery is live again (a new dead letter holds a round that dies again). */
+  REPLAYED: 'replayed',
+  /** Someone decided it is not to be delivered; no replay by filter takes it. */
+  DISCARDED: 'discarded',
+} as const;
+export type TriageState = (typeof TriageState)[keyof typeof TriageState];
+
+export interface Triage {
+  readonly state: TriageState;
+  /** The note of the last acknowledgement or discard (a replay keeps it); `null` before any. */
+  readonly note: string | null;
+  /** Who wrote that note; `null` before any. */
+  readonly by: string | null;
+  /** When `state` was set: the dead letter's creation, its acknowledgement, discard or replay. */
+  readonly at: number;
 }

@@ -84,7 +84,7 @@ herald.events.on('breaker', (e) =>
   say(`${nameOf(e.endpointId).padEnd(7)} BREAKER ${e.state.toUpperCase()}${e.probeAt === null ? '' : `, one probe at +${((e.probeAt - t0) / 1000).toFixed(1)}s`}`),
 );
 herald.events.on('paused', (e) => say(`${nameOf(e.endpointId).padEnd(7)} mailbox PAUSED by 429 until +${((e.until - t0) / 1000).toFixed(1)}s`));
-herald.events.on('operational', (e) => say(`${nameOf(e.endpointId).padEnd(7)} ${e.type}: ${e.detail}`));
+herald.events.on('operational', (e) => say(`${('endpointId' in e ? nameOf(e.endpointId) : 'queue').padEnd(7)} ${e.type}: ${e.detail}`));
 herald.events.on('failure', (e) => say(`engine failure in ${e.where}: ${String(e.error)}`));
 
 await herald.start();

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { ManualClock, parseDate, seededRandom } from '../lib/clock.ts';
+import { durationText, ManualClock, parseDate, seededRandom } from '../lib/clock.ts';
 
 describe('ManualClock', () => {
   context('when advanced past one-shot timers', () => {
@@ -104,5 +104,23 @@ describe('parseDate', () => {
         expect(parseDate(text)).to.equal(undefined);
       });
     }
+  });
+});
+
+describe('durationText', () => {
+  const MINUTE = 60_000;
+  const HOUR = 60 * MINUTE;
+  const DAY = 24 * HOUR;
+
+  it('gives the two largest units, rounded down (a negative duration is 0)', () => {
+    expect([-5, 59_999, 7 * MINUTE, 4 * HOUR, 4 * HOUR + 5 * MINUTE, DAY, DAY + 3 * HOUR + 59 * MINUTE].map(durationText)).to.deep.equal([
+      '0 min',
+      '0 min',
+      '7 min',
+      '4 h',
+      '4 h 5 min',
+      '1 d',
+      '1 d 3 h',
+    ]);
   });
 });

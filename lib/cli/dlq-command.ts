@@ -1,5 +1,10 @@
 /**
- * `herald dlq list` and `herald dlq replay`: the dead-letter queue.
+ * `herald dlq list`, `herald dlq ack`, `herald dlq discard` and `herald dlq
+ * replay`: the dead-letter queue, and its triage. `ack` and `discard` take
+ * dead-letter ids and `--note` and `--by`, sent in one request
+ * (`POST /v1/dead-letters/acknowledge|discard {ids, note, by}`); an id the API
+ * skips (unknown, replayed or discarded already) is named on stderr and the
+ * exit code is 1.
  *
  * A bulk replay runs in pages from this client, so it can show progress and
  * be interrupted between pages: list up to 100 matching dead letters not yet
@@ -14,7 +19,7 @@ import { connectionOf, parseCommand, parseInteger, parseTime, UsageError, writeJ
 import { DLQ_USAGE } from './usage.ts';
 import { ProgressBar } from './progress-bar.ts';
 import { table, time } from './table.ts';
-import { systemClock } from '../clock.ts';
+import { durationText, systemClock } from '../clock.ts';
 
 interface DeadLetter {
   readonly id: string;
@@ -25,7 +30,27 @@ interface DeadLetter {
   readonly createdAt: number;
   readonly replayedAt: number | null;
   readonly attempts: readonly unknown[];
+  readonly ageMs: number;
+  readonly triage: { readonly state: string; readonly note: string | null; readonly by: string | null; readonly at: number };
 }
+
+interface TriageAnswer {
+  readonly state: string;
+  readonly updated: number;
+  readonly ids: string[];
+  readonly skipped: Array<{ readonly id: string; readonly reason: string }>;
+}
+
+/** What `dlq ack|discard` takes besides the dead-letter ids. */
+const TRIAGE_FLAGS: ReadonlySet<string> = new Set(['note', 'by', 'json', 'url', 'token', 'help']);
+
+/** The states `--state` takes, as the API names them. */
+const STATES = ['new', 'acknowledged', 'replayed', 'discarded'];
+/** `herald dlq <action>` → the API's word for it. */
+const TRIAGE_ACTIONS: Readonly<Record<string, { readonly path: string; readonly done: string }>> = {
+  ack: { path: 'acknowledge', done: 'Acknowledged' },
+  discard: { path: 'discard', done: 'Discarded' },
+};
 
 interface ReplayAnswer {
   readonly replayed: number;
@@ -36,23 +61,33 @@ interface ReplayAnswer {
 const PAGE = 100;
 const MAX_LIST = 1_000;
 
+const OPTIONS = {
+  id: { type: 'string' },
+  endpoint: { type: 'string' },
+  tenant: { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  limit: { type: 'string' },
+  'include-replayed': { type: 'boolean' },
+  'dry-run': { type: 'boolean' },
+  'page-size': { type: 'string' },
+  state: { type: 'string' },
+  note: { type: 'string' },
+  by: { type: 'string' },
+} as const;
+
+type DlqValues = ReturnType<typeof parseCommand<typeof OPTIONS>>['values'];
+
 export async function runDlq(args: readonly string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseCommand(args, {
-    id: { type: 'string' },
-    endpoint: { type: 'string' },
-    tenant: { type: 'string' },
-    since: { type: 'string' },
-    until: { type: 'string' },
-    limit: { type: 'string' },
-    'include-replayed': { type: 'boolean' },
-    'dry-run': { type: 'boolean' },
-    'page-size': { type: 'string' },
-  });
+  const { values, positionals } = parseCommand(args, OPTIONS);
   if (values.help === true) {
     io.stdout.write(`${DLQ_USAGE}\n`);
     return 0;
   }
   const [action, ...extra] = positionals;
+  const triage = action === undefined ? undefined : TRIAGE_ACTIONS[action];
+  if (action !== undefined && triage !== undefined) return triageLetters(action, triage, extra, values, io);
+  if (values.note !== undefined || values.by !== undefined) throw new UsageError(`dlq ${action ?? ''}: --note and --by belong to dlq ack and dlq discard`);
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`);
   const filter = {
     endpointId: values.endpoint,
@@ -61,9 +96,13 @@ export async function runDlq(args: readonly string[], io: CliIo): Promise<number
     until: values.until === undefined ? undefined : parseTime('until', values.until),
   };
   if (action !== 'list' && action !== 'replay') {
-    throw new UsageError(action === undefined ? 'dlq: an action is required (list, replay)' : `dlq: unknown action '${action}'`);
+    throw new UsageError(action === undefined ? 'dlq: an action is required (list, ack, discard, replay)' : `dlq: unknown action '${action}'`);
   }
   if (action === 'list' && (values.id !== undefined || values['dry-run'] === true)) throw new UsageError('dlq list: --id and --dry-run belong to dlq replay');
+  if (action === 'replay' && values.state !== undefined) throw new UsageError('dlq replay: --state belongs to dlq list (a replay by filter takes new and acknowledged ones)');
+  if (values.state !== undefined && !STATES.includes(values.state)) {
+    throw new UsageError(`--state: must be one of ${STATES.join(', ')} (got ${JSON.stringify(values.state)})`);
+  }
   const client = new AdminClient(connectionOf(values, io.env));
   try {
     if (action === 'list') {
@@ -71,6 +110,7 @@ export async function runDlq(args: readonly string[], io: CliIo): Promise<number
       const { data } = await client.get<{ data: DeadLetter[] }>('/v1/dead-letters', {
         ...filter,
         limit,
+        state: values.state,
         includeReplayed: values['include-replayed'] === true ? true : undefined,
       });
       if (values.json === true) writeJson(io, data);
@@ -99,6 +139,34 @@ export async function runDlq(args: readonly string[], io: CliIo): Promise<number
     if (values.json === true) writeJson(io, result);
     else io.stdout.write(`Replayed ${result.replayed} dead letter(s)${result.skipped.length > 0 ? `; skipped ${result.skipped.length} (endpoint deleted or replayed meanwhile)` : ''}.\n`);
     return 0;
+  } finally {
+    await client.close();
+  }
+}
+
+/** `dlq ack|discard <id…> --note … --by …`: exit 0 when every id was set, 1 when one was skipped (named on stderr). */
+async function triageLetters(
+  action: string,
+  triage: { readonly path: string; readonly done: string },
+  ids: readonly string[],
+  values: DlqValues,
+  io: CliIo,
+): Promise<number> {
+  if (ids.length === 0) throw new UsageError(`dlq ${action}: name at least one dead-letter id`);
+  if (values.note === undefined || values.by === undefined) {
+    throw new UsageError(`dlq ${action}: --note (why) and --by (who) are required`);
+  }
+  const others = (Object.keys(values) as Array<keyof DlqValues>).filter((key) => values[key] !== undefined && !TRIAGE_FLAGS.has(key));
+  if (others.length > 0) throw new UsageError(`dlq ${action}: --${others[0]} does not apply; name the dead letters by id`);
+  const client = new AdminClient(connectionOf(values, io.env));
+  try {
+    const answer = await client.post<TriageAnswer>(`/v1/dead-letters/${triage.path}`, { ids, note: values.note, by: values.by });
+    if (values.json === true) writeJson(io, answer);
+    else if (answer.ids.length > 0) io.stdout.write(`${triage.done} ${answer.ids.join(', ')}.\n`);
+    for (const { id, reason } of answer.skipped) {
+      io.stderr.write(`herald: skipped ${id}: ${reason === 'unknown' ? 'no such dead letter' : `${reason} already`}\n`);
+    }
+    return answer.skipped.length === 0 ? 0 : 1;
   } finally {
     await client.close();
   }
@@ -162,8 +230,19 @@ function printLetters(io: CliIo, data: readonly DeadLetter[]): void {
   }
   io.stdout.write(
     table(
-      ['DIED', 'ID', 'ENDPOINT', 'EVENT TYPE', 'EVENT', 'ATTEMPTS', 'REASON', 'REPLAYED'],
-      data.map((d) => [time(d.createdAt), d.id, d.endpointId, d.eventType, d.eventId, d.attempts.length, d.reason, time(d.replayedAt)]),
+      ['DIED', 'AGE', 'ID', 'STATE', 'BY', 'ENDPOINT', 'EVENT TYPE', 'ATTEMPTS', 'REASON', 'NOTE'],
+      data.map((d) => [
+        time(d.createdAt),
+        durationText(d.ageMs),
+        d.id,
+        d.triage.state,
+        d.triage.by,
+        d.endpointId,
+        d.eventType,
+        d.attempts.length,
+        d.reason,
+        d.triage.note,
+      ]),
     ),
   );
 }

@@ -19,6 +19,8 @@ interface EndpointView {
   readonly timeoutMs: number;
   readonly mode: string;
   readonly concurrency: number;
+  /** `null` (or absent, from an older node): no rate limit. */
+  readonly rateLimit?: { readonly perSecond: number; readonly burst: number } | null;
   readonly status: string;
   readonly disabledReason: string | null;
   readonly failingSince: number | null;
@@ -36,6 +38,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
     retry: { type: 'string' },
     'timeout-ms': { type: 'string' },
     concurrency: { type: 'string' },
+    'rate-limit': { type: 'string' },
     mode: { type: 'string' },
     description: { type: 'string' },
     id: { type: 'string' },
@@ -62,6 +65,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
         if (values.retry !== undefined) body.retry = retryOption(values.retry);
         if (values['timeout-ms'] !== undefined) body.timeoutMs = parseInteger('timeout-ms', values['timeout-ms'], 1, 10_000_000);
         if (values.concurrency !== undefined) body.concurrency = parseInteger('concurrency', values.concurrency, 1, 10_000);
+        if (values['rate-limit'] !== undefined) body.rateLimit = rateLimitOption(values['rate-limit']);
         if (values.mode !== undefined) body.mode = values.mode;
         if (values.description !== undefined) body.description = values.description;
         if (values.id !== undefined) body.id = values.id;
@@ -135,6 +139,7 @@ function show(e: EndpointView): string {
     ['timeout', `${e.timeoutMs} ms`],
     ['mode', e.mode],
     ['concurrency', e.concurrency],
+    ['rate limit', rateLimitText(e.rateLimit ?? null)],
     ['failing since', time(e.failingSince)],
     ['secrets', e.secretCount],
     ['created', time(e.createdAt)],
@@ -163,6 +168,27 @@ function retryText(retry: EndpointView['retry']): string {
   if (retry.preset !== undefined) return `${retry.preset}${jitter}`;
   if (retry.schedule !== undefined) return `${retry.schedule.join(',')}${jitter}`;
   return JSON.stringify(retry);
+}
+
+/** Per second, minute or hour. */
+const RATE_UNITS: Readonly<Record<string, number>> = { s: 1, min: 60, h: 3_600 };
+const RATE_LIMIT = /^(\d+(?:\.\d+)?)\/(s|min|h)(?:,(\d+))?$/;
+
+/**
+ * `--rate-limit`: `<n>/s`, `<n>/min` or `<n>/h`, then `,<burst>` if not the default, e.g. `10/s` or
+ * `10/s,20`, as `{perSecond, burst?}` for the API, which checks the bounds.
+ */
+function rateLimitOption(text: string): { perSecond: number; burst?: number } {
+  const match = RATE_LIMIT.exec(text.trim());
+  if (match === null) {
+    throw new UsageError(`--rate-limit: must be <number>/s, /min or /h, then ,<burst> if wanted, e.g. 10/s or 10/s,20 (got ${JSON.stringify(text)})`);
+  }
+  const perSecond = Number(match[1]) / (RATE_UNITS[match[2] ?? 's'] ?? 1);
+  return match[3] === undefined ? { perSecond } : { perSecond, burst: Number(match[3]) };
+}
+
+function rateLimitText(limit: { readonly perSecond: number; readonly burst: number } | null): string {
+  return limit === null ? 'none' : `${Number(limit.perSecond.toPrecision(4))}/s, burst ${limit.burst}`;
 }
 
 function list(text: string): string[] {

@@ -28,7 +28,8 @@ Operations (against a running node's admin API; \`herald <command> --help\` for 
   herald endpoints add|list|show|enable|disable|rotate-secret
   herald publish --tenant <id> --type <type> --payload <json>
   herald deliveries [--endpoint <id>] [--since 7d] …
-  herald dlq list | dlq replay [--id <id> | --endpoint <id> --since <time> --until <time>] [--dry-run]
+  herald dlq list [--state new] | dlq ack|discard <id…> --note <why> --by <who>
+  herald dlq replay [--id <id> | --endpoint <id> --since <time> --until <time>] [--dry-run]
   herald status
 
 ${CONNECTION_HELP}`;

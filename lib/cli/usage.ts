@@ -18,7 +18,8 @@ Options:
 export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|list|show|enable|disable|rotate-secret> [options]
 
   herald endpoints add <endpoint url> --tenant <id> [--event-types a.b,c.*] [--retry default|aggressive|relaxed|PT10S,PT1M|<JSON>]
-                       [--timeout-ms <n>] [--concurrency <n>] [--mode at-least-once|at-most-once] [--description <text>] [--id <id>]
+                       [--timeout-ms <n>] [--concurrency <n>] [--rate-limit <n>/s[,<burst>]] [--mode at-least-once|at-most-once]
+                       [--description <text>] [--id <id>]
   herald endpoints list [--tenant <id>]
   herald endpoints show <id>
   herald endpoints enable <id>          re-enable; its waiting deliveries go out at once
@@ -26,7 +27,9 @@ export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|list|show|enable|di
   herald endpoints rotate-secret <id>   a new secret; the old one keeps signing for signing.rotationOverlapMs
 
   --retry takes a preset, comma-separated ISO-8601 durations, or a retry policy as JSON, e.g. a formula:
-          '{"initial":"PT30S","multiplier":2,"max":"PT6H","attempts":9,"jitter":"full"}'`;
+          '{"initial":"PT30S","multiplier":2,"max":"PT6H","attempts":9,"jitter":"full"}'
+  --rate-limit takes attempts per second (or /min, /h), then the burst if not the default (a second's worth):
+          10/s, 0.5/s, 30/min, 10/s,50`;
 
 export const PUBLISH_USAGE = `Usage: herald publish --tenant <id> --type <event type> --payload <json | @file | -> [--endpoint <id>] [--id <event id>]
 
@@ -40,10 +43,14 @@ export const DELIVERIES_USAGE = `Usage: herald deliveries [--endpoint <id>] [--t
 
   status: pending, in_flight, delivered, dead, cancelled`;
 
-export const DLQ_USAGE = `Usage: herald dlq list [--endpoint <id>] [--tenant <id>] [--since 7d|<ISO time>] [--until <time>] [--limit <n>] [--include-replayed]
+export const DLQ_USAGE = `Usage: herald dlq list [--state new|acknowledged|replayed|discarded] [--endpoint <id>] [--tenant <id>] [--since 7d|<ISO time>]
+                     [--until <time>] [--limit <n>] [--include-replayed]
+       herald dlq ack <dead letter id>… --note <why> --by <who>       looked at it; it stays in the queue and can be replayed
+       herald dlq discard <dead letter id>… --note <why> --by <who>   not to be delivered: no replay by filter takes it
        herald dlq replay --id <dead letter id> [--dry-run]
        herald dlq replay [--endpoint <id>] [--tenant <id>] [--since <time>] [--until <time, default now>] [--dry-run] [--page-size <n>]
 
+  list shows the open dead letters (new, acknowledged) unless --state or --include-replayed (every state) says otherwise.
   A bulk replay needs at least one of --endpoint, --tenant, --since, --until
   (--since 100w replays everything). It replays --page-size (100) at a time and shows progress.`;
 

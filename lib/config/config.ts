@@ -91,6 +91,13 @@ export interface HeraldConfig {
     readonly keepMs: number;
     readonly purgeIntervalMs: number;
   };
+  /** The review of the dead-letter queue (`lib/dead-letters/review-watch.ts`). */
+  readonly deadLetters: {
+    /** A dead letter nobody has acknowledged, discarded or replayed for longer emits `deadletters.unreviewed`. @default 86400000 (24 h) */
+    readonly reviewWithinMs: number;
+    /** How often the oldest unreviewed dead letter is looked at. @default 60000 */
+    readonly checkIntervalMs: number;
+  };
   /** The operator webhook: operational events POSTed, signed, to one URL (off while `webhookUrl` is null). */
   readonly operator: {
     readonly webhookUrl: string | null;
@@ -153,6 +160,8 @@ const NUMBER_RULES: Readonly<Record<string, Rule>> = {
   'engine.renewIntervalMs': { min: 10, max: 5 * 60 * SECOND },
   'retention.keepMs': { min: SECOND, max: 3650 * DAY },
   'retention.purgeIntervalMs': { min: SECOND, max: DAY },
+  'deadLetters.reviewWithinMs': { min: 60 * SECOND, max: 30 * DAY },
+  'deadLetters.checkIntervalMs': { min: SECOND, max: 60 * 60 * SECOND },
   'operator.maxAttempts': { min: 1, max: 20 },
   'operator.backoffMs': { min: 10, max: 10 * 60 * SECOND },
   'operator.timeoutMs': { min: 100, max: 60 * SECOND },

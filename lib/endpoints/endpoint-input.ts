@@ -3,9 +3,10 @@
  * names the field and the rule it broke. Pure: defaults come in, data goes out.
  */
 import { ValidationError } from '../errors.ts';
-import { DeliveryMode, type Endpoint, type RetrySpec } from '../model.ts';
+import { DeliveryMode, type Endpoint, type RateLimit, type RetrySpec } from '../model.ts';
 import { validateEndpointUrl } from '../delivery/validate-url.ts';
 import { resolveRetrySpec } from '../policy/retry-policy.ts';
+import { validateRateLimit } from './rate-limit.ts';
 
 export interface EndpointDefaults {
   readonly timeoutMs: number;
@@ -16,16 +17,19 @@ export interface EndpointDefaults {
 /** The fields a caller chooses when creating an endpoint; Herald sets the rest. */
 export type NewEndpointFields = Pick<
   Endpoint,
-  'tenantId' | 'url' | 'description' | 'eventTypes' | 'retry' | 'timeoutMs' | 'mode' | 'concurrency'
+  'tenantId' | 'url' | 'description' | 'eventTypes' | 'retry' | 'timeoutMs' | 'mode' | 'concurrency' | 'rateLimit'
 > & { readonly id?: string };
 
-export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId'>>;
+export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' | 'rateLimit'>> & {
+  /** A new limit (replacing the old one whole), or `null` to lift it. */
+  readonly rateLimit?: RateLimit | null;
+};
 
 export const TIMEOUT_MIN_MS = 1_000;
 export const TIMEOUT_MAX_MS = 30_000;
 const ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 const EVENT_FILTER_PATTERN = /^(\*|[A-Za-z0-9_:-]+(\.[A-Za-z0-9_:-]+)*(\.\*)?)$/;
-const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'concurrency'] as const;
+const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'concurrency', 'rateLimit'] as const;
 const CREATABLE = ['id', 'tenantId', ...EDITABLE] as const;
 
 export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults): NewEndpointFields {
@@ -43,6 +47,8 @@ export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults):
     timeoutMs: changes.timeoutMs ?? defaults.timeoutMs,
     mode: changes.mode ?? DeliveryMode.AT_LEAST_ONCE,
     concurrency: changes.concurrency ?? defaults.concurrency,
+    // Absent or null: no limit.
+    ...(changes.rateLimit == null ? {} : { rateLimit: changes.rateLimit }),
   };
 }
 
@@ -81,6 +87,7 @@ function validateChanges(body: Record<string, unknown>): EndpointChanges {
     out.mode = body.mode as DeliveryMode;
   }
   if (body.concurrency !== undefined) out.concurrency = integerIn(body.concurrency, 'concurrency', 1, 256);
+  if (body.rateLimit !== undefined) out.rateLimit = body.rateLimit === null ? null : validateRateLimit(body.rateLimit, 'rateLimit');
   return out;
 }
 

@@ -4,11 +4,19 @@
  * The supervisor claims deliveries and hands them in with `enqueue()`. Each
  * runs through the mailbox (a p-queue with the endpoint's concurrency):
  *
- *   enqueue ─► mailbox ─► gate ─┬─ send:  limiter permit ─► sign ─► breaker.run(send) ─► classify ─► settle
- *                               ├─ probe: the same, as the breaker's single probe
- *                               ├─ hold:  a probe is out; wait for its result in memory
- *                               └─ release: paused (429), breaker open, disabled or closing:
- *                                          give it back to the store untouched, due when we may send again
+ *   enqueue ─► mailbox ─► token ─► gate ─┬─ send:  limiter permit ─► sign ─► breaker.run(send) ─► classify ─► settle
+ *                                        ├─ probe: the same, as the breaker's single probe
+ *                                        ├─ hold:  a probe is out; wait for its result in memory
+ *                                        └─ release: paused (429), breaker open, disabled or closing:
+ *                                                   give it back to the store untouched, due when we may send again
+ *
+ * The token step is there only for an endpoint with a `rateLimit` (no bucket
+ * otherwise): a delivery the gate would let through takes a token from the
+ * endpoint's bucket, waiting for one on the clock while holding its mailbox
+ * place (so a request needs a concurrency slot and a token); one that would
+ * wait longer than `RATE_HORIZON_MS` is given back to the store, due when its
+ * token would be, rather than held. `capacity()` asks only for what the
+ * bucket lets start within that horizon.
  *
  * A retry is settled as pending at its next attempt time and a wake-up is put
  * on the actor's timer wheel, so the supervisor claims it again on time. The
@@ -26,6 +34,7 @@ import { BreakerState, type EndpointBreaker } from './breaker.ts';
 import { EndpointHealth, type HealthOptions } from './endpoint-health.ts';
 import { OperationalEventType, type EmitEngineEvent } from './engine-events.ts';
 import type { InFlightLimiter } from './in-flight-limiter.ts';
+import { TokenBucket } from './token-bucket.ts';
 
 export interface SendResult {
   readonly outcome: Outcome;
@@ -66,12 +75,20 @@ const SIGNING_RETRY_MS = 60_000;
 /** Jobs queued or running beyond this multiple of the concurrency are not claimed for. */
 const MAILBOX_DEPTH_PER_SLOT = 2;
 
+/**
+ * A rate-limited actor claims what its bucket lets start within this long, and gives back a
+ * delivery that would wait longer for its token: claimed work is not held in memory for longer.
+ */
+export const RATE_HORIZON_MS = 1_000;
+
 export class EndpointActor {
   #endpoint: Endpoint;
   readonly #deps: ActorDeps;
   readonly #mailbox: PQueue;
   #health: EndpointHealth;
   readonly #held: DeliveryJob[] = [];
+  /** The endpoint's rate limit; none (no object, no check beyond this field) for an endpoint without one. */
+  #rate: TokenBucket | undefined;
   #pausedUntil = 0;
   #lastActiveAt: number;
   #closing = false;
@@ -83,6 +100,7 @@ export class EndpointActor {
     this.#mailbox = new PQueue({ concurrency: endpoint.concurrency });
     this.#health = new EndpointHealth(deps.health, endpoint.failingSince);
     this.#lastActiveAt = deps.clock.now();
+    this.#rate = endpoint.rateLimit === undefined ? undefined : new TokenBucket(endpoint.rateLimit, deps.clock);
   }
 
   get endpoint(): Endpoint {
@@ -97,12 +115,19 @@ export class EndpointActor {
     return this.#pausedUntil > this.#deps.clock.now() ? this.#pausedUntil : null;
   }
 
+  /** Deliveries waiting: in the mailbox, held for a probe's result, or for a token of the rate limit. */
   get queued(): number {
-    return this.#mailbox.size + this.#held.length;
+    return this.#mailbox.size + this.#held.length + (this.#rate?.waiting ?? 0);
   }
 
+  /** Attempts under way (past their token, when rate-limited). */
   get running(): number {
-    return this.#mailbox.pending;
+    return this.#mailbox.pending - (this.#rate?.waiting ?? 0);
+  }
+
+  /** Whether the endpoint has a rate limit (a token bucket). */
+  get rateLimited(): boolean {
+    return this.#rate !== undefined;
   }
 
   get lastError(): string | null {
@@ -115,7 +140,10 @@ export class EndpointActor {
     const breaker = this.#deps.breaker;
     if (breaker.state === BreakerState.HALF_OPEN) return 0;
     if (breaker.state === BreakerState.OPEN) return now >= breaker.probeAt && this.queued + this.running === 0 ? 1 : 0;
-    return Math.max(0, this.#endpoint.concurrency * MAILBOX_DEPTH_PER_SLOT - this.queued - this.running);
+    const room = this.#endpoint.concurrency * MAILBOX_DEPTH_PER_SLOT - this.queued - this.running;
+    if (this.#rate === undefined) return Math.max(0, room);
+    // What the bucket lets start within the horizon, less what already waits for a token or a place.
+    return Math.max(0, Math.min(room, this.#rate.room(now, RATE_HORIZON_MS) - this.#mailbox.size - this.#held.length));
   }
 
   /** Idle: nothing queued, running, held or scheduled, breaker closed, not paused, for `idleMs`. */
@@ -142,6 +170,7 @@ export class EndpointActor {
     }
     this.#endpoint = endpoint;
     this.#mailbox.concurrency = endpoint.concurrency;
+    this.#updateRate(endpoint.rateLimit);
   }
 
   enqueue(job: DeliveryJob): void {
@@ -166,6 +195,8 @@ export class EndpointActor {
   /** Stops taking work: queued deliveries are given back; resolves when running attempts have settled. */
   async close(): Promise<void> {
     this.#closing = true;
+    // Deliveries waiting for a token wake up and are given back with the queued ones.
+    this.#rate?.open();
     for (const job of this.#held.splice(0)) await this.#release(job, this.#deps.clock.now(), 'shutdown');
     await this.#mailbox.onIdle();
     this.#deps.timers.close();
@@ -174,6 +205,10 @@ export class EndpointActor {
 
   async #run(job: DeliveryJob): Promise<void> {
     const { clock } = this.#deps;
+    if (this.#rate !== undefined && this.#mayAttempt(clock.now())) {
+      const giveBackUntil = await this.#takeToken();
+      if (giveBackUntil !== undefined) return this.#release(job, giveBackUntil, 'rate limit');
+    }
     const now = clock.now();
     if (this.#closing) return this.#release(job, now, 'shutdown');
     if (this.#endpoint.status !== 'enabled') return this.#release(job, now, 'endpoint disabled');
@@ -212,6 +247,44 @@ export class EndpointActor {
     this.#lastActiveAt = clock.now();
     await this.#conclude(job, endpoint, startedAt, sent);
     return undefined;
+  }
+
+  /** Whether the gate would let a delivery through now (or as the breaker's probe): only then is a token taken. */
+  #mayAttempt(now: number): boolean {
+    if (this.#closing || this.#endpoint.status !== 'enabled' || now < this.#pausedUntil) return false;
+    const breaker = this.#deps.breaker;
+    return breaker.state === BreakerState.CLOSED || (breaker.state === BreakerState.OPEN && now >= breaker.probeAt);
+  }
+
+  /**
+   * Takes a token of the rate limit, waiting in turn for one. Returns `undefined` when the delivery
+   * may go on (a token taken, the limit lifted meanwhile, or the actor closing: the gate then gives
+   * it back), or the time to give it back until, when its token is further than the horizon away.
+   */
+  async #takeToken(): Promise<number | undefined> {
+    for (;;) {
+      const rate = this.#rate;
+      if (rate === undefined || this.#closing) return undefined;
+      const now = this.#deps.clock.now();
+      if (rate.tryTake(now)) return undefined;
+      const waitMs = rate.waitMs(now);
+      if (waitMs > RATE_HORIZON_MS) return now + waitMs;
+      // False: the limit changed or was lifted while waiting; look again.
+      if (await rate.wait()) return undefined;
+    }
+  }
+
+  /** A new, changed or lifted rate limit takes effect at once, for the deliveries waiting too. */
+  #updateRate(limit: Endpoint['rateLimit']): void {
+    const rate = this.#rate;
+    if (limit === undefined) {
+      this.#rate = undefined;
+      rate?.open();
+    } else if (rate === undefined) {
+      this.#rate = new TokenBucket(limit, this.#deps.clock);
+    } else if (rate.limit.perSecond !== limit.perSecond || rate.limit.burst !== limit.burst) {
+      rate.reconfigure(limit, this.#deps.clock.now());
+    }
   }
 
   async #conclude(job: DeliveryJob, endpoint: Endpoint, startedAt: number, sent: SendResult): Promise<void> {

@@ -18,6 +18,11 @@ export const OperationalEventType = {
   ENDPOINT_RECOVERED: 'endpoint.recovered',
   /** A delivery was dead-lettered. */
   DELIVERY_EXHAUSTED: 'delivery.exhausted',
+  /**
+   * The oldest dead letter nobody has reviewed (state `new`) is older than `deadLetters.reviewWithinMs`;
+   * once per crossing (lib/dead-letters/review-watch.ts). Not about one endpoint: no `endpointId`.
+   */
+  DEAD_LETTERS_UNREVIEWED: 'deadletters.unreviewed',
 } as const;
 export type OperationalEventType = (typeof OperationalEventType)[keyof typeof OperationalEventType];
 
@@ -29,13 +34,31 @@ interface OperationalEventFields {
   readonly deliveryId?: string;
 }
 
-/** An operational event; `endpoint.disabled` also names why, as the endpoint's `disabledReason` begins. */
+/** The dead-letter queue has waited too long for a review: how many wait, and the oldest one's age. */
+export interface UnreviewedDeadLettersEvent {
+  readonly type: typeof OperationalEventType.DEAD_LETTERS_UNREVIEWED;
+  readonly at: number;
+  readonly detail: string;
+  /** Dead letters in state `new`, counted up to 100 000. */
+  readonly count: number;
+  readonly oldestAgeMs: number;
+  readonly oldestCreatedAt: number;
+  readonly reviewWithinMs: number;
+}
+
+/**
+ * An operational event; `endpoint.disabled` also names why, as the endpoint's `disabledReason`
+ * begins. All but `deadletters.unreviewed` concern one endpoint.
+ */
 export type OperationalEvent =
-  | (OperationalEventFields & { readonly type: Exclude<OperationalEventType, typeof OperationalEventType.ENDPOINT_DISABLED> })
+  | (OperationalEventFields & {
+      readonly type: Exclude<OperationalEventType, typeof OperationalEventType.ENDPOINT_DISABLED | typeof OperationalEventType.DEAD_LETTERS_UNREVIEWED>;
+    })
   | (OperationalEventFields & {
       readonly type: typeof OperationalEventType.ENDPOINT_DISABLED;
       readonly reason: Exclude<DisabledReason, typeof DisabledReason.OPERATOR>;
-    });
+    })
+  | UnreviewedDeadLettersEvent;
 
 export interface AttemptEvent {
   readonly endpointId: string;

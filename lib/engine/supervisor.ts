@@ -11,7 +11,9 @@
  *                   for (claiming, as they are written, what their actors
  *                   take) ─► discover: claim due deliveries (fair per
  *                   endpoint, only for actors with room, within the node's
- *                   mailbox budget) ─► refill ─► evict idle actors
+ *                   mailbox budget; a rate-limited actor with room for less
+ *                   than a share is mostly left to refills) ─► refill ─►
+ *                   evict idle actors
  *   publish pump:   fan out ─► refill ─► evict (a publish in this process)
  *   paced pump:     refill ─► evict idle actors; and fan out, if the last
  *                   fan-out stopped at the mailbox budget
@@ -76,6 +78,8 @@ export interface SupervisorDeps {
 const FANOUT_BATCH = 100;
 /** How soon a discovery that stopped at the mailbox budget runs again, on a paced pump. */
 const DISCOVERY_RETRY_MS = 50;
+/** How often a discovery claims for a rate-limited actor that refills serve otherwise. */
+const RATE_LIMITED_DISCOVERY_MS = 30_000;
 
 export class Supervisor {
   readonly #options: SupervisorOptions;
@@ -107,6 +111,8 @@ export class Supervisor {
    * order (served ones go to the back, so a short budget is shared round-robin).
    */
   readonly #mayHaveMore = new Set<string>();
+  /** When a discovery last claimed for each rate-limited actor (see `#leftToRefills`). */
+  readonly #discoveredAt = new WeakMap<EndpointActor, number>();
 
   /** Settlements of one event-loop turn, written in one store call. */
   readonly #settler: SettleBatcher;
@@ -330,7 +336,8 @@ export class Supervisor {
       }
       const skip: string[] = [];
       for (const [id, actor] of this.#actors) {
-        if (actor.capacity(now) > 0) continue;
+        const capacity = actor.capacity(now);
+        if (capacity > 0 && !this.#leftToRefills(actor, capacity, now)) continue;
         skip.push(id);
         // Full (or paused) now: whatever it has waiting is claimed by a refill once it has room.
         this.#mayHaveMore.add(id);
@@ -341,6 +348,21 @@ export class Supervisor {
       for (const [endpointId, count] of claimed) if (count >= perEndpointLimit) this.#mayHaveMore.add(endpointId);
       if (jobs.length < limit) return;
     }
+  }
+
+  /**
+   * A rate-limited actor with room for less than a discovery's share (`claimPerEndpoint`) would be
+   * handed that share and give most of it back to the store: it is left to refills, which ask for
+   * exactly its room. Except in its first discovery and one every `RATE_LIMITED_DISCOVERY_MS`,
+   * for what only a discovery finds: deliveries orphaned by an older epoch, after a slot changed
+   * hands (they appear then, when the slot's actors are new).
+   */
+  #leftToRefills(actor: EndpointActor, capacity: number, now: number): boolean {
+    if (!actor.rateLimited || capacity >= this.#options.claimPerEndpoint) return false;
+    const last = this.#discoveredAt.get(actor);
+    if (last !== undefined && now - last < RATE_LIMITED_DISCOVERY_MS) return true;
+    this.#discoveredAt.set(actor, now);
+    return false;
   }
 
   async #refill(): Promise<void> {

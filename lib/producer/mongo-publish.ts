@@ -8,8 +8,9 @@
  * Validation and the tenant and endpoint checks are those of the SQLite
  * producer (`sqlite-publish.ts`). Without an open transaction on the session
  * a batch still commits atomically: `publish` runs it in a transaction of its
- * own. The outbox collections must exist (Herald creates them at its first
- * start); MongoDB before 4.4 cannot create a collection inside a transaction.
+ * own. The outbox collections must exist (Herald creates them and their
+ * indexes at its first start): a transaction that writes across shards cannot
+ * create a collection, and one created by an insert would have no indexes.
  */
 import type { ClientSession, Db, MongoClient } from 'mongodb';
 import { systemClock } from '../clock.ts';

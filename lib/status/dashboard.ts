@@ -3,9 +3,11 @@
  * build step), that reads the admin API with the token the operator enters
  * once (kept in the browser's session storage, so it goes with the tab).
  *
- * It shows this node; the endpoints with their health, breaker state and
- * failure rate over the last hour; recent failures with their error; the
- * dead-letter queue with a replay button per item and a bulk "replay since";
+ * It shows this node; the endpoints with their health, breaker state,
+ * failure rate over the last hour and limits (concurrency, rate limit); recent failures with their error; the
+ * dead-letter queue with each letter's age and triage state, acknowledge,
+ * discard (with a note and who) and replay buttons per item, a state filter
+ * and a bulk "replay since";
  * and a delivery-log search paged with the API's cursor. It refreshes every
  * 5 s. Everything the API returns is escaped before it is shown.
  */
@@ -40,6 +42,8 @@ const PAGE = String.raw`<!doctype html>
 <section><h2>Recent failures</h2><table id="failures"></table></section>
 <section><h2>Dead letters</h2>
 <form id="bulk" class="inline"><label>Replay every dead letter since <input id="bulk-since" type="datetime-local" required></label><button>Replay since…</button></form>
+<form id="triage" class="inline"><label>Show <select id="dead-state"><option value="">open (new, acknowledged)</option><option>new</option><option>acknowledged</option><option>replayed</option><option>discarded</option><option value="all">all</option></select></label>
+ <label>Note for Acknowledge / Discard <input id="triage-note" size="40" maxlength="2000"></label><label>By <input id="triage-by" size="14" maxlength="200"></label></form>
 <table id="dead"></table></section>
 <section><h2>Delivery log</h2>
 <form id="search" class="inline">
@@ -68,12 +72,16 @@ async function api(path, init = {}) {
 }
 function showLogin() { const has = !!token(); $('login').hidden = has; $('logout').hidden = !has; }
 const breakerClass = { closed: 'ok', 'half-open': 'warn', open: 'bad' };
+// As the CLI shows a duration (durationText in lib/clock.ts): its two largest units, rounded down.
+const ago = (ms) => { const m = Math.floor(Math.max(0, ms) / 60000), d = Math.floor(m / 1440), h = Math.floor(m % 1440 / 60);
+  return d > 0 ? d + ' d' + (h ? ' ' + h + ' h' : '') : h > 0 ? h + ' h' + (m % 60 ? ' ' + (m % 60) + ' min' : '') : (m % 60) + ' min'; };
+const deadQuery = () => { const v = $('dead-state').value; return v === '' ? '' : v === 'all' ? '&includeReplayed=true' : '&state=' + encodeURIComponent(v); };
 
 async function refresh() {
   if (!token()) { say('Enter the admin token (data/admin-token, or HERALD_ADMIN_TOKEN) to start.'); return; }
   try {
     const [endpoints, dead, status, recent] = await Promise.all([
-      api('/v1/endpoints'), api('/v1/dead-letters?limit=100'), api('/v1/status'), api('/v1/deliveries?limit=200')]);
+      api('/v1/endpoints'), api('/v1/dead-letters?limit=100' + deadQuery()), api('/v1/status'), api('/v1/deliveries?limit=200')]);
     const actors = new Map(status.actors.map((a) => [a.endpointId, a]));
     const rates = new Map(status.recent.endpoints.map((e) => [e.endpointId, e]));
     $('node').textContent = status.node + ' · ' + status.slotsOwned + '/' + status.slotCount + ' slots';
@@ -81,17 +89,22 @@ async function refresh() {
     $('summary').innerHTML = [['pending', d.pending], ['in flight', status.inFlight], ['delivered', d.delivered], ['dead', d.dead],
       ['store', status.store.available ? 'up' : status.store.reachable ? 'UNAVAILABLE' : 'DOWN'], ['fenced writes', status.fencedWrites]]
       .map(([k, v]) => '<div class="card"><span class="muted">' + esc(k) + '</span><b>' + esc(v ?? 0) + '</b></div>').join('');
+    const dl = status.deadLetters; const overdue = dl.unreviewed > 0 && dl.oldestUnreviewedAgeMs > dl.reviewWithinMs;
+    $('summary').insertAdjacentHTML('beforeend', '<div class="card" id="unreviewed"><span class="muted">unreviewed dead letters</span><b class="' +
+      (overdue ? 'bad' : dl.unreviewed > 0 ? 'warn' : 'ok') + '">' + esc(dl.unreviewed) + (dl.unreviewed > 0 ? ' <small>oldest ' + esc(ago(dl.oldestUnreviewedAgeMs)) +
+      (overdue ? ', limit ' + esc(ago(dl.reviewWithinMs)) : '') + '</small>' : '') + '</b></div>');
 
     $('endpoints').innerHTML = endpoints.data.length === 0 ? '<tr><td class="empty">No endpoints yet.</td></tr>' :
-      head(['endpoint', 'tenant', 'url', 'health', 'breaker', 'failure rate (1 h)', 'queued', 'last error', '']) +
+      head(['endpoint', 'tenant', 'url', 'health', 'breaker', 'failure rate (1 h)', 'limits', 'queued', 'last error', '']) +
       endpoints.data.map((e) => {
         const a = actors.get(e.id); const r = rates.get(e.id); const breaker = a?.breaker ?? 'closed';
         const health = e.status === 'disabled' ? '<span class="bad">disabled (' + esc(e.disabledReason) + ')</span>'
           : e.failingSince != null ? '<span class="warn">failing since ' + esc(when(e.failingSince)) + '</span>' : '<span class="ok">healthy</span>';
         const rate = r ? Math.round(r.failureRate * 100) + ' % <span class="muted">(' + r.failures + '/' + r.attempts + ')</span>' : '<span class="muted">no attempts</span>';
         const action = e.status === 'disabled' ? '<button data-enable="' + esc(e.id) + '">Enable</button>' : '';
+        const limits = esc(e.concurrency) + ' at once' + (e.rateLimit ? ' · ' + esc(+e.rateLimit.perSecond.toPrecision(4)) + '/s, burst ' + esc(e.rateLimit.burst) : '');
         return row(['<code>' + esc(e.id) + '</code>', esc(e.tenantId), esc(e.url), health,
-          '<span class="pill ' + breakerClass[breaker] + '">' + esc(breaker) + '</span>', rate, esc((a?.queued ?? 0) + (a?.running ?? 0)),
+          '<span class="pill ' + breakerClass[breaker] + '">' + esc(breaker) + '</span>', rate, limits, esc((a?.queued ?? 0) + (a?.running ?? 0)),
           '<span class="bad">' + esc(a?.lastError ?? r?.lastError ?? '') + '</span>', action], 'data-endpoint="' + esc(e.id) + '"');
       }).join('');
 
@@ -101,11 +114,19 @@ async function refresh() {
       failures.map((x) => row([esc(when(x.createdAt)), '<code>' + esc(x.endpointId) + '</code>', esc(x.eventType), esc(x.status), esc(x.attempts),
         x.status === 'pending' ? esc(when(x.nextAttemptAt)) : '', '<span class="bad">' + esc(x.lastError) + '</span>'])).join('');
 
-    $('dead').innerHTML = dead.data.length === 0 ? '<tr><td class="empty">The dead-letter queue is empty.</td></tr>' :
-      head(['died', 'endpoint', 'event', 'attempts', 'reason', '']) +
-      dead.data.map((x) => row([esc(when(x.createdAt)), '<code>' + esc(x.endpointId) + '</code>',
-        esc(x.eventType) + ' <code>' + esc(x.eventId) + '</code>', esc(x.attempts.length), '<span class="bad">' + esc(x.reason) + '</span>',
-        '<button data-replay="' + esc(x.id) + '">Replay</button>'], 'data-dead-letter="' + esc(x.id) + '"')).join('');
+    $('dead').innerHTML = dead.data.length === 0 ? '<tr><td class="empty">No dead letter ' + ($('dead-state').value === '' ? 'waits' : 'matches') + '.</td></tr>' :
+      head(['died', 'age', 'state', 'endpoint', 'event', 'attempts', 'reason', '']) +
+      dead.data.map((x) => {
+        const t = x.triage; const open = t.state === 'new' || t.state === 'acknowledged';
+        const late = t.state === 'new' && x.ageMs > status.deadLetters.reviewWithinMs;
+        const state = '<span class="pill ' + (late ? 'bad' : t.state === 'new' ? 'warn' : 'ok') + '">' + esc(t.state) + '</span>' +
+          (t.by ? ' <span class="muted">by ' + esc(t.by) + ' ' + esc(when(t.at)) + ':</span> ' + esc(t.note) : '');
+        const actions = open ? '<button data-replay="' + esc(x.id) + '">Replay</button> <button data-ack="' + esc(x.id) + '">Acknowledge</button> ' +
+          '<button data-discard="' + esc(x.id) + '">Discard</button>' : '';
+        return row([esc(when(x.createdAt)), '<span class="' + (late ? 'bad' : '') + '">' + esc(ago(x.ageMs)) + '</span>', state, '<code>' + esc(x.endpointId) + '</code>',
+          esc(x.eventType) + ' <code>' + esc(x.eventId) + '</code>', esc(x.attempts.length), '<span class="bad">' + esc(x.reason) + '</span>', actions],
+          'data-dead-letter="' + esc(x.id) + '" data-state="' + esc(t.state) + '"');
+      }).join('');
     if ($('msg').className === 'bad' || !$('msg').textContent) say('');
     if (!logPaged) search();
   } catch (e) { say(e.message, true); }
@@ -138,6 +159,13 @@ document.addEventListener('click', async (ev) => {
     if (t.dataset.replay) {
       await api('/v1/dead-letters/' + encodeURIComponent(t.dataset.replay) + '/replay', { method: 'POST' });
       say('Replayed ' + t.dataset.replay + '; it is due now.'); logPaged = false; refresh(); setTimeout(refresh, 700);
+    } else if (t.dataset.ack || t.dataset.discard) {
+      const id = t.dataset.ack || t.dataset.discard; const action = t.dataset.ack ? 'acknowledge' : 'discard';
+      const note = $('triage-note').value.trim(); const by = $('triage-by').value.trim();
+      if (!note || !by) { say('Write a note and your name (By) above first: ' + action + ' records them.', true); $(note ? 'triage-by' : 'triage-note').focus(); return; }
+      await api('/v1/dead-letters/' + encodeURIComponent(id) + '/' + action, { method: 'POST', body: JSON.stringify({ note, by }) });
+      sessionStorage.setItem('heraldBy', by); $('triage-note').value = '';
+      say((action === 'acknowledge' ? 'Acknowledged ' : 'Discarded ') + id + '.'); refresh();
     } else if (t.dataset.enable) {
       await api('/v1/endpoints/' + encodeURIComponent(t.dataset.enable) + '/enable', { method: 'POST' });
       say('Enabled ' + t.dataset.enable + '; its waiting deliveries go out now.'); refresh();
@@ -158,6 +186,9 @@ $('bulk').addEventListener('submit', async (ev) => {
   } catch (e) { say(e.message, true); }
 });
 $('search').addEventListener('submit', (ev) => { ev.preventDefault(); logPaged = false; search(); });
+$('triage').addEventListener('submit', (ev) => ev.preventDefault());
+$('dead-state').addEventListener('change', () => refresh());
+$('triage-by').value = sessionStorage.getItem('heraldBy') ?? '';
 $('more').addEventListener('click', () => search(true));
 $('login').addEventListener('submit', (ev) => { ev.preventDefault(); sessionStorage.setItem('heraldToken', $('token').value.trim()); $('token').value = ''; showLogin(); refresh(); });
 $('logout').addEventListener('click', () => { sessionStorage.removeItem('heraldToken'); showLogin(); say('Token forgotten.'); });

@@ -26,6 +26,8 @@ export const MetricName = {
   SLOTS_OWNED: 'herald_slots_owned',
   DELIVERIES_BY_STATUS: 'herald_deliveries_by_status',
   OUTBOX_UNFANNED: 'herald_outbox_unfanned_events',
+  DEAD_LETTERS_UNREVIEWED: 'herald_dead_letters_unreviewed',
+  OLDEST_UNREVIEWED_DEAD_LETTER: 'herald_dead_letter_oldest_unreviewed_seconds',
   STORE_UP: 'herald_store_up',
   CHANGE_FEED_RESTARTS: 'herald_change_feed_restarts_total',
   FENCED_WRITES: 'herald_fenced_writes_total',
@@ -87,7 +89,7 @@ export const METRIC_DOCS: Readonly<Record<MetricName, MetricDoc>> = {
   [MetricName.OPERATIONAL_EVENTS]: {
     type: 'counter',
     labels: ['type'],
-    help: 'Operational events: endpoint.failing, endpoint.disabled, endpoint.recovered, delivery.exhausted.',
+    help: 'Operational events: endpoint.failing, endpoint.disabled, endpoint.recovered, delivery.exhausted, deadletters.unreviewed.',
   },
   [MetricName.OPERATOR_WEBHOOK]: {
     type: 'counter',
@@ -115,6 +117,16 @@ export const METRIC_DOCS: Readonly<Record<MetricName, MetricDoc>> = {
     type: 'gauge',
     labels: [],
     help: 'Events in the outbox not yet fanned out into deliveries, all nodes together, counted up to 100 000 (they wait there while the mailboxes are full).',
+  },
+  [MetricName.DEAD_LETTERS_UNREVIEWED]: {
+    type: 'gauge',
+    labels: [],
+    help: 'Dead letters nobody has reviewed yet (triage state new: not acknowledged, discarded or replayed), all nodes together, counted up to 100 000.',
+  },
+  [MetricName.OLDEST_UNREVIEWED_DEAD_LETTER]: {
+    type: 'gauge',
+    labels: [],
+    help: 'Age in seconds of the oldest dead letter nobody has reviewed yet (triage state new), all nodes together; 0 when there is none.',
   },
   [MetricName.STORE_UP]: { type: 'gauge', labels: [], help: '1 when the store answered the last scrape and takes writes (no call stuck on a lock, no recent store failure), else 0.' },
   [MetricName.CHANGE_FEED_RESTARTS]: {

@@ -109,6 +109,8 @@ export class HeraldMetrics {
       for (const [status, n] of Object.entries(s.deliveries)) gauge.set({ status }, n);
     });
     this.#gaugeFromStatus(MetricName.OUTBOX_UNFANNED, (gauge, s) => gauge.set(s.unfannedEvents));
+    this.#gaugeFromStatus(MetricName.DEAD_LETTERS_UNREVIEWED, (gauge, s) => gauge.set(s.deadLetters.unreviewed));
+    this.#gaugeFromStatus(MetricName.OLDEST_UNREVIEWED_DEAD_LETTER, (gauge, s) => gauge.set(s.deadLetters.oldestUnreviewedAgeMs / 1000));
     this.#gaugeFromStatus(MetricName.STORE_UP, (gauge, s) => gauge.set(s.store.available ? 1 : 0));
     new Counter({
       ...doc(MetricName.FENCED_WRITES),

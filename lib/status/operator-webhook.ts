@@ -1,6 +1,7 @@
 /**
  * The operator webhook: each operational event (`endpoint.failing`,
- * `endpoint.disabled`, `endpoint.recovered`, `delivery.exhausted`) is POSTed
+ * `endpoint.disabled`, `endpoint.recovered`, `delivery.exhausted`,
+ * `deadletters.unreviewed`) is POSTed
  * as JSON to one URL the operator configures, signed like every Herald
  * webhook (Standard Webhooks, `operator.secret`), and retried a few times.
  *

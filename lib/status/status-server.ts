@@ -24,7 +24,8 @@ import {
   isHeraldError,
 } from '../errors.ts';
 import type { Herald } from '../herald.ts';
-import { DeliveryStatus } from '../model.ts';
+import { isTriageState, TRIAGE_STATES } from '../dead-letters/triage.ts';
+import { DeliveryStatus, TriageState } from '../model.ts';
 import { parseEventsBody } from '../producer/json-text.ts';
 import type { DeadLetterFilter, DeliveryFilter } from '../store/port.ts';
 import { dashboardHtml } from './dashboard.ts';
@@ -246,6 +247,17 @@ export class StatusServer {
       await h.replayDeadLetter(params.id ?? '');
       return { status: 202, json: { replayed: 1, ids: [params.id] } };
     });
+    // Triage: acknowledge (looked at, still open) or discard (closed), with {note, by}; one, or {ids} in bulk.
+    for (const [action, state] of [['acknowledge', TriageState.ACKNOWLEDGED], ['discard', TriageState.DISCARDED]] as const) {
+      this.#route('POST', `/v1/dead-letters/${action}`, async ({ body }) => {
+        const outcome = await h.triageDeadLetters(state, await body());
+        return { status: 200, json: { state, updated: outcome.applied.length, ids: outcome.applied, skipped: outcome.skipped } };
+      });
+      this.#route('POST', `/v1/dead-letters/:id/${action}`, async ({ params, body }) => ({
+        status: 200,
+        json: await h.triageDeadLetter(params.id ?? '', state, await body()),
+      }));
+    }
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -421,7 +433,12 @@ function replayIds(body: unknown): string[] | undefined {
 
 function deadLetterFilter(query: URLSearchParams): DeadLetterFilter {
   const includeReplayed = query.get('includeReplayed');
+  const state = optionalString(query, 'state').state;
+  if (state !== undefined && !isTriageState(state)) {
+    throw new ValidationError('state', `must be one of ${TRIAGE_STATES.join(', ')} (got ${JSON.stringify(state)})`);
+  }
   return {
+    ...(state === undefined ? {} : { state }),
     ...optionalString(query, 'endpointId'),
     ...optionalString(query, 'tenantId'),
     ...timeRange(query),

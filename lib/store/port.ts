@@ -17,7 +17,8 @@
  * A settle is applied only while the delivery is in flight at the epoch it was
  * claimed with; otherwise it is fenced and reported back, never written.
  */
-import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent } from '../model.ts';
+import type { OperatorTriageState, TriageOutcome } from '../dead-letters/triage.ts';
+import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, TriageState } from '../model.ts';
 
 /** A lease on one slot, held by `owner` until `until`. */
 export interface SlotLease {
@@ -137,6 +138,8 @@ export interface EndpointPatch {
   readonly timeoutMs?: number;
   readonly mode?: Endpoint['mode'];
   readonly concurrency?: number;
+  /** A new limit, or `null` to lift it (the endpoint then has no `rateLimit`). */
+  readonly rateLimit?: Endpoint['rateLimit'] | null;
   readonly status?: Endpoint['status'];
   readonly disabledReason?: string | null;
   readonly failingSince?: number | null;
@@ -169,10 +172,31 @@ export interface DeadLetterFilter {
   readonly since?: number;
   /** `createdAt < until` */
   readonly until?: number;
-  /** Also list dead letters already replayed. Default false. */
+  /** Also list closed dead letters (replayed, discarded). Default false: only open ones (new, acknowledged). */
   readonly includeReplayed?: boolean;
+  /** Only dead letters in this triage state (then `includeReplayed` does not count). */
+  readonly state?: TriageState;
   /** Default 100. */
   readonly limit?: number;
+}
+
+/**
+ * An operator's decision about dead letters (`lib/dead-letters/triage.ts`): each open one named
+ * (new, acknowledged) is set to `state` with the note and who, at `now`; the others are skipped.
+ */
+export interface TriageRequest {
+  readonly ids: readonly string[];
+  readonly state: OperatorTriageState;
+  readonly note: string;
+  readonly by: string;
+}
+
+/** The dead letters nobody has reviewed yet (state `new`), all nodes together. */
+export interface UnreviewedDeadLetters {
+  /** How many, counted up to the cap asked for. */
+  readonly count: number;
+  /** When the oldest of them was created; `null` when there is none. */
+  readonly oldestAt: number | null;
 }
 
 export interface PurgeResult {
@@ -281,9 +305,17 @@ export interface Store {
   /**
    * Puts the deliveries of the matching, not yet replayed dead letters back to
    * pending (due `now`, a new round, same event id) and marks the dead letters
-   * replayed. Returns the ids of the dead letters replayed.
+   * replayed. By id, any not yet replayed (a discarded one too); by filter, only
+   * open ones (`replayableStates`). Returns the ids of the dead letters replayed.
    */
   replayDeadLetters(selection: { readonly ids: readonly string[] } | DeadLetterFilter, now: number): Promise<string[]>;
+  /**
+   * Acknowledges or discards the named dead letters that are open, all or none of them (one
+   * transaction, or one statement); names the others, unknown or closed, in `skipped`.
+   */
+  triageDeadLetters(request: TriageRequest, now: number): Promise<TriageOutcome>;
+  /** How many dead letters are in state `new` (up to `cap`: a count walks an index entry each), and the oldest one's time. */
+  unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters>;
 
   // Retention
   /** Deletes attempts and dead letters created before `before`, and fanned-out events with nothing left to deliver. */

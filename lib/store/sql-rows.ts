@@ -6,7 +6,7 @@
  * as text from a connection that does not parse int8 (a producer's own pool),
  * hence `Number()` where that can happen.
  */
-import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome } from '../model.ts';
+import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, TriageState } from '../model.ts';
 import { EndpointStatus } from '../model.ts';
 import type { SlotLease } from './port.ts';
 
@@ -27,6 +27,8 @@ export interface EndpointRow {
   timeout_ms: number;
   mode: string;
   concurrency: number;
+  /** NULL: no limit (and every row written before the column existed). */
+  rate_limit: JsonColumn<RateLimit> | null;
   status: string;
   disabled_reason: string | null;
   failing_since: number | null;
@@ -85,6 +87,11 @@ export interface DeadLetterRow {
   round: number;
   created_at: number;
   replayed_at: number | null;
+  triage_state: string;
+  triage_note: string | null;
+  triage_by: string | null;
+  /** NULL on a row an older Herald wrote after the migration (it knows no triage): its state began at its creation. */
+  triage_at: number | null;
 }
 
 export interface LeaseRow {
@@ -117,6 +124,7 @@ export function endpointFromRow(row: EndpointRow): Endpoint {
     secrets: fromJson(row.secrets),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    ...(row.rate_limit === null || row.rate_limit === undefined ? {} : { rateLimit: fromJson(row.rate_limit) }),
   };
 }
 
@@ -178,6 +186,7 @@ export function deadLetterFromRow(row: DeadLetterRow, attempts: readonly Attempt
     attempts: attempts.map(attemptFromRow),
     createdAt: row.created_at,
     replayedAt: row.replayed_at,
+    triage: { state: row.triage_state as TriageState, note: row.triage_note, by: row.triage_by, at: row.triage_at ?? row.created_at },
   };
 }
 

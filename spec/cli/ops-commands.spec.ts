@@ -124,6 +124,31 @@ describe('herald ops commands (CLI against a running status port)', function () 
     });
   });
 
+  describe('endpoints add --rate-limit', () => {
+    it('takes n/s (or /min, /h) and a burst, shows the limit; refuses a bad form (2) and an out-of-range one with the API message (1)', async () => {
+      const [added, perMinute, unlimited, badForm, tooFast] = await Promise.all([
+        herald(['endpoints', 'add', `${sink.url}/r`, '--tenant', 'acme', '--rate-limit', '10/s,20', '--json']),
+        herald(['endpoints', 'add', `${sink.url}/m`, '--tenant', 'acme', '--rate-limit', '30/min', '--json']),
+        herald(['endpoints', 'add', `${sink.url}/u`, '--tenant', 'acme', '--json']),
+        herald(['endpoints', 'add', `${sink.url}/b`, '--tenant', 'acme', '--rate-limit', 'fast']),
+        herald(['endpoints', 'add', `${sink.url}/t`, '--tenant', 'acme', '--rate-limit', '20000/s']),
+      ]);
+      expect(ok(added).json.rateLimit).to.deep.equal({ perSecond: 10, burst: 20 });
+      expect(ok(perMinute).json.rateLimit).to.deep.equal({ perSecond: 0.5, burst: 1 });
+      expect(badForm.code).to.equal(2);
+      expect(badForm.stderr).to.include('--rate-limit: must be <number>/s, /min or /h').and.include('"fast"');
+      expect(tooFast.code).to.equal(1);
+      expect(tooFast.stderr).to.include('rateLimit.perSecond: must be a number from 0.01 to 10000 (got 20000)');
+
+      const [shown, shownUnlimited] = await Promise.all([
+        herald(['endpoints', 'show', added.json.id as string]),
+        herald(['endpoints', 'show', ok(unlimited).json.id as string]),
+      ]);
+      expect(ok(shown).stdout).to.match(/^rate limit:\s+10\/s, burst 20$/m);
+      expect(ok(shownUnlimited).stdout).to.match(/^rate limit:\s+none$/m);
+    });
+  });
+
   describe('publish, deliveries and status', () => {
     it('publishes, lists the delivery log (walking pages), shows attempts and the node', async () => {
       answer = 200;
@@ -170,14 +195,20 @@ describe('herald ops commands (CLI against a running status port)', function () 
     });
   });
 
+  /** An endpoint at `path` whose three events are dead-lettered (the sink answers 404); the sink answers `answer` afterwards. */
+  async function threeDeadLetters(path: string): Promise<{ endpoint: { id: string }; before: number }> {
+    answer = 404;
+    const { endpoint } = await t.herald.createEndpoint({ tenantId: 'initech', url: `${sink.url}/${path}` });
+    const before = t.attempts.length;
+    await t.herald.publish([1, 2, 3].map((n) => ({ tenantId: 'initech', type: 'a.b', payload: { n } })));
+    await attemptsSeen(t, before + 3);
+    await t.herald.idle();
+    return { endpoint, before };
+  }
+
   describe('dlq', () => {
     it('lists, dry-runs, and replays in pages with progress on stderr', async () => {
-      answer = 404;
-      const { endpoint } = await t.herald.createEndpoint({ tenantId: 'initech', url: `${sink.url}/dlq` });
-      const before = t.attempts.length;
-      await t.herald.publish([1, 2, 3].map((n) => ({ tenantId: 'initech', type: 'a.b', payload: { n } })));
-      await attemptsSeen(t, before + 3);
-      await t.herald.idle();
+      const { endpoint, before } = await threeDeadLetters('dlq');
 
       const [list, dry] = await Promise.all([
         herald(['dlq', 'list', '--endpoint', endpoint.id, '--json']),
@@ -198,6 +229,53 @@ describe('herald ops commands (CLI against a running status port)', function () 
 
       const again = ok(await herald(['dlq', 'replay', '--endpoint', endpoint.id]));
       expect(again.stdout).to.equal('Replayed 0 dead letter(s).\n');
+    });
+  });
+
+  describe('dlq ack, discard and list --state', () => {
+    it('acknowledges and discards by id with a note and who, lists by state with age and triage, and a filter replay skips the discarded', async () => {
+      const { endpoint } = await threeDeadLetters('triage');
+      const [a, b, c] = (await t.herald.listDeadLetters({ endpointId: endpoint.id })).map((l) => l.id);
+
+      const [acked, discarded, noBy, badState, withFilter, noteOnList, replayState] = await Promise.all([
+        herald(['dlq', 'ack', a ?? '', b ?? '', '--note', 'consumer fixed; replay', '--by', 'alice']),
+        herald(['dlq', 'discard', c ?? '', 'dl_missing', '--note', 'test traffic', '--by', 'bob']),
+        herald(['dlq', 'discard', a ?? '', '--note', 'why']),
+        herald(['dlq', 'list', '--state', 'open']),
+        herald(['dlq', 'ack', a ?? '', '--note', 'n', '--by', 'b', '--endpoint', endpoint.id]),
+        herald(['dlq', 'list', '--note', 'n']),
+        herald(['dlq', 'replay', '--endpoint', endpoint.id, '--state', 'discarded']),
+      ]);
+      expect(ok(acked).stdout).to.equal(`Acknowledged ${a}, ${b}.\n`);
+      expect(discarded.code).to.equal(1);
+      expect(discarded.stdout).to.equal(`Discarded ${c}.\n`);
+      expect(discarded.stderr).to.equal('herald: skipped dl_missing: no such dead letter\n');
+      expect([noBy.code, badState.code, withFilter.code, noteOnList.code, replayState.code]).to.deep.equal([2, 2, 2, 2, 2]);
+      expect(replayState.stderr).to.include('dlq replay: --state belongs to dlq list');
+      expect(withFilter.stderr).to.include('dlq ack: --endpoint does not apply; name the dead letters by id');
+      expect(noteOnList.stderr).to.include('dlq list: --note and --by belong to dlq ack and dlq discard');
+      expect(noBy.stderr).to.include('--note (why) and --by (who) are required').and.include('Usage: herald dlq');
+      expect(badState.stderr).to.include('--state: must be one of new, acknowledged, replayed, discarded (got "open")');
+
+      const [listed, table, none, again] = await Promise.all([
+        herald(['dlq', 'list', '--state', 'acknowledged', '--json']),
+        herald(['dlq', 'list', '--include-replayed']),
+        herald(['dlq', 'list', '--state', 'new']),
+        herald(['dlq', 'discard', c ?? '', '--note', 'twice', '--by', 'bob', '--json']),
+      ]);
+      expect(ok(listed).json.map((l: { id: string }) => l.id).sort()).to.deep.equal([a, b].sort());
+      expect(listed.json[0].triage).to.include({ state: 'acknowledged', note: 'consumer fixed; replay', by: 'alice' });
+      expect(listed.json[0].ageMs).to.be.a('number');
+      expect(ok(table).stdout).to.match(/^DIED\s+AGE\s+ID\s+STATE\s+BY\s+ENDPOINT/);
+      expect(table.stdout).to.match(new RegExp(`0 min\\s+${c}\\s+discarded\\s+bob\\s+`)).and.include('test traffic');
+      expect(ok(none).stdout).to.equal('No dead letters match.\n');
+      expect(again.code).to.equal(1);
+      expect(again.stderr).to.equal(`herald: skipped ${c}: discarded already\n`);
+
+      answer = 200;
+      const replay = ok(await herald(['dlq', 'replay', '--endpoint', endpoint.id, '--json']));
+      expect(replay.json.ids.sort()).to.deep.equal([a, b].sort());
+      expect((await t.herald.getDeadLetter(c ?? '')).triage.state).to.equal('discarded');
     });
   });
 

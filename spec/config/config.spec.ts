@@ -59,6 +59,10 @@ describe('Configuration', () => {
         expect(defaultConfig().api.maxRequestBytes).to.equal(16 * 1024 * 1024);
       });
 
+      it('wants every dead letter reviewed within 24 h, checked every minute', () => {
+        expect(defaultConfig().deadLetters).to.deep.equal({ reviewWithinMs: 24 * 3_600_000, checkIntervalMs: 60_000 });
+      });
+
       it('is frozen, nested objects too', () => {
         const config = resolveConfig();
         expect(Object.isFrozen(config)).to.equal(true);
@@ -188,6 +192,20 @@ describe('Configuration', () => {
       },
       { name: "delivery.retry 'sometimes'", layer: { delivery: { retry: 'sometimes' as never } }, key: 'delivery.retry', value: '"sometimes"', rule: /aggressive/ },
       { name: 'a section that is not an object', layer: { engine: 5 as never }, key: 'engine', value: '5', rule: /object/ },
+      {
+        name: 'deadLetters.reviewWithinMs 1000',
+        layer: { deadLetters: { reviewWithinMs: 1_000 } },
+        key: 'deadLetters.reviewWithinMs',
+        value: '1000',
+        rule: /60000 to 2592000000/,
+      },
+      {
+        name: 'deadLetters.checkIntervalMs as text',
+        layer: { deadLetters: { checkIntervalMs: '1m' as never } },
+        key: 'deadLetters.checkIntervalMs',
+        value: '"1m"',
+        rule: /integer from 1000 to 3600000/,
+      },
       { name: 'api.maxRequestBytes 100', layer: { api: { maxRequestBytes: 100 } }, key: 'api.maxRequestBytes', value: '100', rule: /1024 to 268435456/ },
       {
         name: 'api.maxRequestBytes too small for one event with the largest payload',

@@ -67,4 +67,62 @@ describe('endpoint input', () => {
       });
     });
   });
+
+  describe('rateLimit', () => {
+    const create = (rateLimit: unknown): ReturnType<typeof validateNewEndpoint> =>
+      validateNewEndpoint({ tenantId: 'acme', url: 'https://hooks.example/in', rateLimit }, DEFAULTS);
+
+    context('when it is left out or null', () => {
+      it('creates an endpoint without a limit', () => {
+        expect(validateNewEndpoint({ tenantId: 'acme', url: 'https://hooks.example/in' }, DEFAULTS)).to.not.have.property('rateLimit');
+        expect(create(null)).to.not.have.property('rateLimit');
+      });
+    });
+
+    context('when the burst is left out', () => {
+      it('makes it a second of tokens, at least one', () => {
+        expect(create({ perSecond: 10 }).rateLimit).to.deep.equal({ perSecond: 10, burst: 10 });
+        expect(create({ perSecond: 2.5 }).rateLimit).to.deep.equal({ perSecond: 2.5, burst: 3 });
+        expect(create({ perSecond: 0.01 }).rateLimit).to.deep.equal({ perSecond: 0.01, burst: 1 });
+        expect(create({ perSecond: 10_000 }).rateLimit).to.deep.equal({ perSecond: 10_000, burst: 10_000 });
+      });
+    });
+
+    context('when a burst is given', () => {
+      it('keeps it', () => {
+        expect(create({ perSecond: 5, burst: 1 }).rateLimit).to.deep.equal({ perSecond: 5, burst: 1 });
+        expect(create({ perSecond: 0.5, burst: 10_000 }).rateLimit).to.deep.equal({ perSecond: 0.5, burst: 10_000 });
+      });
+    });
+
+    context('when it breaks a rule', () => {
+      it('names the field and the rule, showing the value', () => {
+        const cases: Array<[unknown, string, string]> = [
+          [{ perSecond: 0.001 }, 'rateLimit.perSecond', 'must be a number from 0.01 to 10000 (got 0.001)'],
+          [{ perSecond: 10_001 }, 'rateLimit.perSecond', 'must be a number from 0.01 to 10000 (got 10001)'],
+          [{ perSecond: '10' }, 'rateLimit.perSecond', 'must be a number from 0.01 to 10000 (got "10")'],
+          [{ burst: 5 }, 'rateLimit.perSecond', 'must be a number from 0.01 to 10000 (got null)'],
+          [{ perSecond: 10, burst: 0 }, 'rateLimit.burst', 'must be an integer from 1 to 10000 (got 0)'],
+          [{ perSecond: 10, burst: 1.5 }, 'rateLimit.burst', 'must be an integer from 1 to 10000 (got 1.5)'],
+          [{ perSecond: 10, burst: 10_001 }, 'rateLimit.burst', 'must be an integer from 1 to 10000 (got 10001)'],
+          [{ perSecond: 10, window: 'PT1S' }, 'rateLimit.window', 'is not a known field (allowed: perSecond, burst)'],
+          ['10/s', 'rateLimit', 'must be an object {"perSecond", "burst"?}, or null for no limit (got "10/s")'],
+          [[10], 'rateLimit', 'must be an object {"perSecond", "burst"?}, or null for no limit (got [10])'],
+        ];
+        for (const [value, field, rule] of cases) {
+          const error = thrown(() => create(value));
+          expect([error.field, error.rule], JSON.stringify(value)).to.deep.equal([field, rule]);
+          expect(thrown(() => validateEndpointChanges({ rateLimit: value })).field).to.equal(field);
+        }
+      });
+    });
+
+    context('when patched', () => {
+      it('replaces the limit whole (the burst defaults again), or lifts it with null', () => {
+        expect(validateEndpointChanges({ rateLimit: { perSecond: 3 } })).to.deep.equal({ rateLimit: { perSecond: 3, burst: 3 } });
+        expect(validateEndpointChanges({ rateLimit: null })).to.deep.equal({ rateLimit: null });
+        expect(validateEndpointChanges({ concurrency: 2 })).to.not.have.property('rateLimit');
+      });
+    });
+  });
 });

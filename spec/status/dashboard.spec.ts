@@ -97,4 +97,75 @@ describe('Dashboard (in Chromium)', function () {
       }
     });
   });
+
+  context('when an endpoint has a rate limit', () => {
+    it("shows each endpoint's limits: its concurrency, and its rate limit when it has one", async () => {
+      f = await startStatus();
+      const limited = (await f.t.herald.createEndpoint({ tenantId: 'acme', url: 'https://example.com/a', rateLimit: { perSecond: 2.5, burst: 7 } })).endpoint;
+      const plain = (await f.t.herald.createEndpoint({ tenantId: 'acme', url: 'https://example.com/b', concurrency: 2 })).endpoint;
+      const page = await browser!.newPage();
+      try {
+        await page.goto(`${f.base}/`);
+        await page.fill('#token', TOKEN);
+        await page.click('#login button');
+        const limitedRow = page.locator(`tr[data-endpoint="${limited.id}"]`);
+        await limitedRow.waitFor();
+        expect(await limitedRow.innerText()).to.include('4 at once · 2.5/s, burst 7');
+        const plainRow = await page.locator(`tr[data-endpoint="${plain.id}"]`).innerText();
+        expect(plainRow).to.include('2 at once').and.not.include('/s');
+      } finally {
+        await page.close();
+      }
+    });
+  });
+
+  context('when dead letters wait for review', () => {
+    it('shows each one\'s age and state and the overdue count; Acknowledge and Discard record the note and who', async () => {
+      f = await startStatus({ breaker: { volumeThreshold: 1_000 }, deadLetters: { reviewWithinMs: 60_000 } });
+      const { t } = f;
+      sink = await startServer(() => ({ status: 404 }));
+      await t.herald.createEndpoint({ tenantId: 'acme', url: `${sink.url}/hooks` });
+      await t.herald.publish([1, 2].map((n) => ({ tenantId: 'acme', type: 'invoice.paid', payload: { n } })));
+      await attemptsSeen(t, 2);
+      await t.herald.idle();
+      const [first, second] = await t.herald.listDeadLetters({});
+      // Two hours later: both are past the 1 min review limit.
+      t.clock.advance(2 * 3_600_000 + 5 * 60_000);
+
+      const page = await browser!.newPage();
+      try {
+        await page.goto(`${f.base}/`);
+        await page.fill('#token', TOKEN);
+        await page.click('#login button');
+        const rowOf = (id: string | undefined) => page.locator(`tr[data-dead-letter="${id}"]`);
+        await rowOf(first?.id).waitFor();
+        expect(await rowOf(first?.id).innerText()).to.include('2 h 5 min').and.include('new');
+        expect(await page.locator('#unreviewed').innerText()).to.include('2').and.include('oldest 2 h 5 min').and.include('limit 1 min');
+        expect(await page.locator('#unreviewed b').getAttribute('class')).to.equal('bad');
+
+        await rowOf(first?.id).locator('button', { hasText: 'Acknowledge' }).click();
+        await page.locator('#msg.bad', { hasText: 'Write a note and your name' }).waitFor();
+        await page.fill('#triage-note', 'consumer deploys a fix tonight');
+        await page.fill('#triage-by', 'alice');
+        await rowOf(first?.id).locator('button', { hasText: 'Acknowledge' }).click();
+        await page.locator(`tr[data-dead-letter="${first?.id}"][data-state="acknowledged"]`).waitFor();
+        expect(await rowOf(first?.id).innerText()).to.include('by alice').and.include('consumer deploys a fix tonight');
+        expect((await t.herald.getDeadLetter(first?.id ?? '')).triage).to.include({ state: 'acknowledged', by: 'alice' });
+
+        expect(await rowOf(second?.id).locator('.pill').getAttribute('class'), 'new and past the limit: red').to.equal('pill bad');
+        await page.fill('#triage-note', 'a test invoice, never to be sent');
+        await rowOf(second?.id).locator('button', { hasText: 'Discard' }).click();
+        await page.locator('#msg', { hasText: `Discarded ${second?.id}` }).waitFor();
+        await rowOf(second?.id).waitFor({ state: 'detached' });
+        await page.locator('#unreviewed', { hasText: '0' }).waitFor();
+        await page.selectOption('#dead-state', 'discarded');
+        await page.locator(`tr[data-dead-letter="${second?.id}"][data-state="discarded"]`).waitFor();
+        expect(await rowOf(second?.id).innerText()).to.include('by alice').and.include('a test invoice');
+        expect(await rowOf(second?.id).locator('button').count(), 'a closed dead letter has no actions').to.equal(0);
+        expect((await t.herald.getDeadLetter(second?.id ?? '')).triage).to.include({ state: 'discarded', note: 'a test invoice, never to be sent' });
+      } finally {
+        await page.close();
+      }
+    });
+  });
 });

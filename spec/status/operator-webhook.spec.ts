@@ -149,6 +149,19 @@ describe('OperatorWebhook', () => {
   });
 });
 
+/** The JSON lines the engine's events are logged as (`logEngineEvents`), as they are written. */
+function engineLogLines(herald: { readonly events: EventEmitter<EngineEvents> }): string[] {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  logEngineEvents(herald, createLogger('info', { format: 'json', destination }));
+  return lines;
+}
+
 describe('Operational events (engine → log, metrics, operator webhook)', () => {
   let f: StatusFixture | undefined;
   let sink: TestServer | undefined;
@@ -174,17 +187,7 @@ describe('Operational events (engine → log, metrics, operator webhook)', () =>
       });
       const { t } = f;
       const secret = generateSecret();
-      const lines: string[] = [];
-      const logger = createLogger('info', {
-        format: 'json',
-        destination: new Writable({
-          write(chunk: Buffer, _encoding, done) {
-            lines.push(chunk.toString('utf8'));
-            done();
-          },
-        }),
-      });
-      logEngineEvents(t.herald, logger);
+      const lines = engineLogLines(t.herald);
       // The webhook's own clock: the engine's jumps by hours would time out its requests in flight.
       const opsClock = new ManualClock(t.clock.now());
       const receivedAt: number[] = [];
@@ -244,7 +247,7 @@ describe('Operational events (engine → log, metrics, operator webhook)', () =>
       await Promise.all(arrivals);
       await t.herald.idle();
 
-      const seen = operational.map((e) => `${e.type} ${e.endpointId}`).sort();
+      const seen = operational.map((e) => `${e.type} ${'endpointId' in e ? e.endpointId : '-'}`).sort();
       expect(seen).to.deep.equal(expected.map(([type, id]) => `${type} ${id}`).sort());
 
       // The operator sink gets each one (the first after a retry).
@@ -256,11 +259,11 @@ describe('Operational events (engine → log, metrics, operator webhook)', () =>
       const byId = new Map(opsSink.received.map((request) => [request.headers['webhook-id'], JSON.parse(request.body) as OperatorMessage]));
       expect(opsSink.received).to.have.length(7);
       const posted = [...byId.values()];
-      expect(posted.map((m) => `${m.type} ${m.endpointId}`).sort()).to.deep.equal(seen);
+      expect(posted.map((m) => `${m.type} ${'endpointId' in m ? m.endpointId : '-'}`).sort()).to.deep.equal(seen);
       // Why each endpoint was disabled reaches the operator as data, not only as prose.
       const disabledWhy = posted.flatMap((m) => (m.type === 'endpoint.disabled' ? [`${m.endpointId} ${m.reason}`] : [])).sort();
       expect(disabledWhy).to.deep.equal([`${ids.a} failing`, `${ids.c} gone`].sort());
-      expect(posted.every((m) => m.node === t.herald.nodeId && m.tenantId === 'acme')).to.equal(true);
+      expect(posted.every((m) => m.node === t.herald.nodeId && 'tenantId' in m && m.tenantId === 'acme')).to.equal(true);
       opsSink.received.forEach((request, i) => {
         const nowSec = Math.floor((receivedAt[i] ?? 0) / 1000);
         expect(() => verify({ payload: request.body, headers: request.headers, secret, nowSec }), `request ${i}`).to.not.throw();
@@ -278,6 +281,70 @@ describe('Operational events (engine → log, metrics, operator webhook)', () =>
       const warnings = logged.filter((l) => l.operational !== undefined);
       expect(warnings.map((l) => `${l.operational} ${l.endpointId}`).sort()).to.deep.equal(seen);
       expect(warnings.every((l) => l.level === 40 && l.component === 'engine')).to.equal(true);
+    });
+  });
+
+  context('when a dead letter stays unreviewed past deadLetters.reviewWithinMs', () => {
+    it('logs deadletters.unreviewed once, counts it, POSTs it signed with the count and age, and exposes the backlog as gauges', async () => {
+      const limit = 60_000;
+      f = await startStatus({ deadLetters: { reviewWithinMs: limit, checkIntervalMs: 1_000 }, engine: { leaseMs: 600_000 } });
+      const { t } = f;
+      const secret = generateSecret();
+      const lines = engineLogLines(t.herald);
+      const opsClock = new ManualClock(t.clock.now());
+      opsSink = await startServer(() => ({ status: 200 }));
+      webhook = new OperatorWebhook({ url: opsSink.url, secret, node: t.herald.nodeId }, opsClock).attach(t.herald.events);
+      f.server.metrics.observeOperatorWebhook(webhook);
+      sink = await startServer(() => ({ status: 422 }));
+      await t.herald.createEndpoint({ tenantId: 'acme', url: sink.url });
+      await t.herald.publish({ tenantId: 'acme', type: 'a.b', payload: {} });
+      await attemptsSeen(t, 1);
+      await t.herald.idle();
+      const [letter] = await t.herald.listDeadLetters({});
+      const gauges = async () => {
+        const text = (await f!.api('GET', '/metrics', undefined, null)).text;
+        return [sample(text, MetricName.DEAD_LETTERS_UNREVIEWED), sample(text, MetricName.OLDEST_UNREVIEWED_DEAD_LETTER)];
+      };
+      expect(await gauges()).to.deep.equal([1, (t.clock.now() - (letter?.createdAt ?? 0)) / 1000]);
+
+      const ops = webhook;
+      const sent = new Promise<void>((resolve) => {
+        ops.on('delivered', ({ message }) => {
+          if (message.type === 'deadletters.unreviewed') resolve();
+        });
+      });
+      t.clock.advance(limit + 1_000);
+      await sent;
+      t.clock.advance(5_000);
+      await t.herald.reviewDeadLetters();
+
+      // The other message is the dead letter's own delivery.exhausted.
+      const posted = opsSink.received.filter((r) => (JSON.parse(r.body) as OperatorMessage).type === 'deadletters.unreviewed');
+      expect(posted).to.have.length(1);
+      const [request] = posted;
+      const message = JSON.parse(request?.body ?? '') as OperatorMessage;
+      expect(message).to.deep.include({
+        type: 'deadletters.unreviewed',
+        node: t.herald.nodeId,
+        count: 1,
+        oldestAgeMs: limit + 1_000,
+        oldestCreatedAt: letter?.createdAt,
+        reviewWithinMs: limit,
+      });
+      expect(message.id).to.equal(request?.headers['webhook-id']);
+      expect(() => verify({ payload: request?.body ?? '', headers: request?.headers ?? {}, secret, nowSec: Math.floor(opsClock.now() / 1000) })).to.not.throw();
+
+      const text = (await f.api('GET', '/metrics', undefined, null)).text;
+      expect(sample(text, MetricName.OPERATIONAL_EVENTS, { type: 'deadletters.unreviewed' })).to.equal(1);
+      expect(await gauges()).to.deep.equal([1, (limit + 6_000) / 1000]);
+      const logged = lines.map((line) => JSON.parse(line) as { level: number; operational?: string; count?: number; oldestAgeMs?: number; msg: string });
+      const warnings = logged.filter((l) => l.operational === 'deadletters.unreviewed');
+      expect(warnings).to.have.length(1);
+      expect(warnings[0]).to.include({ level: 40, count: 1, oldestAgeMs: limit + 1_000 });
+      expect(warnings[0]?.msg).to.equal('deadletters.unreviewed: 1 dead letter(s) wait for review; the oldest has waited 1 min (review within 1 min)');
+
+      await t.herald.triageDeadLetter(letter?.id ?? '', 'discarded', { note: 'a test event', by: 'ops' });
+      expect(await gauges(), 'no dead letter waits for review').to.deep.equal([0, 0]);
     });
   });
 

@@ -202,6 +202,31 @@ describe('StatusServer (admin API over HTTP)', () => {
       });
     });
 
+    context('when an endpoint has a rate limit', () => {
+      it('creates, shows, patches and lifts it; refuses a bad one naming the field, leaving the limit unchanged', async () => {
+        await boot();
+        const plain = await createEndpoint({ url: 'https://example.com/plain' });
+        expect((await api('GET', `/v1/endpoints/${plain.id}`)).json.rateLimit).to.equal(null);
+        const created = await api('POST', '/v1/endpoints', { tenantId: 'acme', url: 'https://example.com', rateLimit: { perSecond: 10 } });
+        expect(created.status, created.text).to.equal(201);
+        const id = created.json.id as string;
+        expect(created.json.rateLimit).to.deep.equal({ perSecond: 10, burst: 10 });
+        expect((await api('GET', `/v1/endpoints/${id}`)).json.rateLimit).to.deep.equal({ perSecond: 10, burst: 10 });
+
+        const patched = await api('PATCH', `/v1/endpoints/${id}`, { rateLimit: { perSecond: 0.5, burst: 5 } });
+        expect(patched.json.rateLimit).to.deep.equal({ perSecond: 0.5, burst: 5 });
+        const bad = expectError(await api('PATCH', `/v1/endpoints/${id}`, { rateLimit: { perSecond: 0 } }), 400, 'HERALD_INVALID_INPUT', 'rateLimit.perSecond');
+        expect(bad.rule).to.equal('must be a number from 0.01 to 10000 (got 0)');
+        expectError(await api('POST', '/v1/endpoints', { tenantId: 'acme', url: 'https://example.com', rateLimit: { perSecond: 1, burst: 0 } }), 400, 'HERALD_INVALID_INPUT', 'rateLimit.burst');
+        expect((await api('GET', `/v1/endpoints/${id}`)).json.rateLimit, 'unchanged by the refused patch').to.deep.equal({ perSecond: 0.5, burst: 5 });
+
+        const lifted = await api('PATCH', `/v1/endpoints/${id}`, { rateLimit: null });
+        expect(lifted.status, lifted.text).to.equal(200);
+        expect(lifted.json.rateLimit).to.equal(null);
+        expect((await api('GET', '/v1/endpoints')).json.data.map((e: { rateLimit: unknown }) => e.rateLimit)).to.deep.equal([null, null]);
+      });
+    });
+
     context('when the endpoint body is invalid', () => {
       it('refuses a URL that does not parse, naming url', async () => {
         await boot();
@@ -510,6 +535,46 @@ describe('StatusServer (admin API over HTTP)', () => {
         expect(remaining.map((l) => l.endpointId).sort()).to.deep.equal([first, first, second, second].sort());
         const secondLetters = (await api('GET', `/v1/dead-letters?endpointId=${second}`)).json.data as Array<{ replayedAt: number | null }>;
         expect(secondLetters.map((l) => l.replayedAt)).to.deep.equal([null, null]);
+      });
+    });
+
+    context('when operators acknowledge and discard dead letters', () => {
+      it('records the note and who, lists by state with each one\'s triage and age, and refuses closed, unknown and bad input naming the field', async () => {
+        const th = await boot();
+        sink = await startServer(() => ({ status: 404 }));
+        await createEndpoint({ url: sink.url });
+        await api('POST', '/v1/events', [1, 2, 3].map((n) => ({ tenantId: 'acme', type: 'a.b', payload: { n } })));
+        await attemptsSeen(th, 3);
+        await th.herald.idle();
+        const listed = (await api('GET', '/v1/dead-letters')).json.data as Array<{ id: string; createdAt: number; ageMs: number; triage: unknown }>;
+        expect(listed).to.have.length(3);
+        const [a, b, c] = listed.map((l) => l.id);
+        expect(listed[0]?.triage).to.deep.equal({ state: 'new', note: null, by: null, at: listed[0]?.createdAt });
+        expect(listed[0]?.ageMs).to.be.a('number').and.at.least(0);
+
+        const acked = await api('POST', `/v1/dead-letters/${a}/acknowledge`, { note: 'fix deploys tonight', by: 'alice' });
+        expect(acked.status, acked.text).to.equal(200);
+        expect(acked.json).to.deep.include({ id: a });
+        expect(acked.json.triage).to.include({ state: 'acknowledged', note: 'fix deploys tonight', by: 'alice' });
+        const discarded = await api('POST', '/v1/dead-letters/discard', { ids: [b, 'dl_missing', b], note: 'test traffic', by: 'bob' });
+        expect(discarded.status, discarded.text).to.equal(200);
+        expect(discarded.json).to.deep.equal({ state: 'discarded', updated: 1, ids: [b], skipped: [{ id: 'dl_missing', reason: 'unknown' }] });
+
+        const ids = async (query: string) => ((await api('GET', `/v1/dead-letters${query}`)).json.data as Array<{ id: string }>).map((l) => l.id);
+        expect(await ids('?state=new')).to.deep.equal([c]);
+        expect(await ids('?state=acknowledged')).to.deep.equal([a]);
+        expect(await ids('?state=discarded')).to.deep.equal([b]);
+        expect(await ids(''), 'the open ones, newest first').to.deep.equal([a, c]);
+        expect(await ids('?includeReplayed=true')).to.have.length(3);
+
+        expectError(await api('POST', `/v1/dead-letters/${b}/acknowledge`, { note: 'n', by: 'carol' }), 409, 'HERALD_CONFLICT');
+        expectError(await api('POST', '/v1/dead-letters/dl_missing/discard', { note: 'n', by: 'carol' }), 404, 'HERALD_NOT_FOUND', 'deadLetterId');
+        expectError(await api('POST', `/v1/dead-letters/${c}/acknowledge`, { by: 'carol' }), 400, 'HERALD_INVALID_INPUT', 'note');
+        expectError(await api('POST', `/v1/dead-letters/${c}/discard`, { note: 'n', by: ' ' }), 400, 'HERALD_INVALID_INPUT', 'by');
+        expectError(await api('POST', `/v1/dead-letters/${c}/discard`, { note: 'x'.repeat(2_001), by: 'carol' }), 400, 'HERALD_INVALID_INPUT', 'note');
+        expectError(await api('POST', '/v1/dead-letters/acknowledge', { note: 'n', by: 'carol' }), 400, 'HERALD_INVALID_INPUT', 'ids');
+        expectError(await api('GET', '/v1/dead-letters?state=open'), 400, 'HERALD_INVALID_INPUT', 'state');
+        expect(await ids('?state=new'), 'nothing changed by the refused requests').to.deep.equal([c]);
       });
     });
 

@@ -256,6 +256,33 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         });
       });
 
+      context('when an endpoint has a rate limit', () => {
+        it('reads it back exactly, and one without a limit has no rateLimit', async () => {
+          const limited = await addEndpoint('ep_1', 'acme', { rateLimit: { perSecond: 0.25, burst: 3 } });
+          const unlimited = await addEndpoint('ep_2', 'acme');
+          expect(await store.getEndpoint('ep_1')).to.deep.equal(limited);
+          expect(await store.getEndpoint('ep_2')).to.deep.equal(unlimited);
+          expect(await store.getEndpoint('ep_2')).to.not.have.property('rateLimit');
+          expect(await store.listEndpoints({ tenantId: 'acme' })).to.deep.equal([limited, unlimited]);
+        });
+
+        it('sets, changes and lifts it by patch (null), leaving the other fields alone', async () => {
+          const created = await addEndpoint('ep_1', 'acme');
+          const set = await store.updateEndpoint('ep_1', { rateLimit: { perSecond: 10, burst: 10 } }, clock.now());
+          expect(set).to.deep.equal({ ...created, rateLimit: { perSecond: 10, burst: 10 } });
+          expect(await store.getEndpoint('ep_1')).to.deep.equal(set);
+          const changed = await store.updateEndpoint('ep_1', { rateLimit: { perSecond: 10_000, burst: 1 }, concurrency: 2 }, clock.now());
+          expect(await store.getEndpoint('ep_1')).to.deep.equal(changed);
+          expect(changed?.rateLimit).to.deep.equal({ perSecond: 10_000, burst: 1 });
+          const kept = await store.updateEndpoint('ep_1', { url: 'https://hooks.example.com/moved' }, clock.now());
+          expect(kept?.rateLimit, 'a patch without rateLimit keeps it').to.deep.equal({ perSecond: 10_000, burst: 1 });
+          const lifted = await store.updateEndpoint('ep_1', { rateLimit: null }, clock.now());
+          expect(lifted).to.deep.equal({ ...created, url: 'https://hooks.example.com/moved', concurrency: 2 });
+          expect(await store.getEndpoint('ep_1')).to.deep.equal(lifted);
+          expect(await store.getEndpoint('ep_1')).to.not.have.property('rateLimit');
+        });
+      });
+
       context('when an endpoint does not exist', () => {
         it('returns undefined from get and update, false from delete', async () => {
           expect(await store.getEndpoint('ep_missing')).to.equal(undefined);
@@ -897,6 +924,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
             ],
             createdAt: clock.now(),
             replayedAt: null,
+            triage: { state: 'new', note: null, by: null, at: clock.now() },
           });
           expect((await store.getEndpoint('ep_1'))?.failingSince).to.equal(first);
           expect(await store.getDeadLetter('dl_missing')).to.equal(undefined);
@@ -1110,6 +1138,137 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           const [listed] = await store.listDeadLetters({ tenantId: 'globex' });
           expect(listed).to.deep.equal(await store.getDeadLetter('dl_2'));
           expect(listed?.attempts).to.have.length(1);
+        });
+      });
+
+      context('when operators triage dead letters', () => {
+        const ack = (ids: string[], note = 'consumer fixed, replay tomorrow', by = 'alice') =>
+          store.triageDeadLetters({ ids, state: 'acknowledged', note, by }, clock.now());
+        const discard = (ids: string[], note = 'test event, never to be delivered', by = 'bob') =>
+          store.triageDeadLetters({ ids, state: 'discarded', note, by }, clock.now());
+        const triageOf = async (id: string) => (await store.getDeadLetter(id))?.triage;
+
+        it('acknowledges and discards open ones with the note, who and when; a second acknowledgement replaces the note', async () => {
+          await addEndpoint('ep_1');
+          const born = clock.now();
+          await deadDelivery('ep_1', 'dl_1');
+          await deadDelivery('ep_1', 'dl_2');
+          clock.advance(HOUR);
+          expect(await ack(['dl_1', 'dl_1'])).to.deep.equal({ applied: ['dl_1'], skipped: [] });
+          expect(await triageOf('dl_1')).to.deep.equal({ state: 'acknowledged', note: 'consumer fixed, replay tomorrow', by: 'alice', at: born + HOUR });
+          expect(await triageOf('dl_2')).to.deep.equal({ state: 'new', note: null, by: null, at: born });
+
+          clock.advance(MINUTE);
+          expect(await ack(['dl_1'], 'still waiting for the consumer', 'carol')).to.deep.equal({ applied: ['dl_1'], skipped: [] });
+          expect(await triageOf('dl_1')).to.deep.equal({ state: 'acknowledged', note: 'still waiting for the consumer', by: 'carol', at: clock.now() });
+          expect(await discard(['dl_2', 'dl_1'])).to.deep.equal({ applied: ['dl_2', 'dl_1'], skipped: [] });
+          expect(await triageOf('dl_1')).to.deep.equal({ state: 'discarded', note: 'test event, never to be delivered', by: 'bob', at: clock.now() });
+          expect((await store.getDeadLetter('dl_1'))?.replayedAt).to.equal(null);
+        });
+
+        it('skips unknown and closed ones (replayed, discarded), naming why, and changes nothing of them', async () => {
+          await addEndpoint('ep_1');
+          await deadDelivery('ep_1', 'dl_open');
+          await deadDelivery('ep_1', 'dl_replayed');
+          await deadDelivery('ep_1', 'dl_discarded');
+          await store.replayDeadLetters({ ids: ['dl_replayed'] }, clock.now());
+          await discard(['dl_discarded']);
+          const before = await triageOf('dl_replayed');
+          clock.advance(MINUTE);
+
+          expect(await ack(['dl_missing', 'dl_replayed', 'dl_open', 'dl_discarded'])).to.deep.equal({
+            applied: ['dl_open'],
+            skipped: [
+              { id: 'dl_missing', reason: 'unknown' },
+              { id: 'dl_replayed', reason: 'replayed' },
+              { id: 'dl_discarded', reason: 'discarded' },
+            ],
+          });
+          expect(await discard(['dl_replayed'])).to.deep.equal({ applied: [], skipped: [{ id: 'dl_replayed', reason: 'replayed' }] });
+          expect(await triageOf('dl_replayed')).to.deep.equal(before);
+          expect((await triageOf('dl_discarded'))?.state).to.equal('discarded');
+        });
+
+        it('replays an acknowledged one by id or by filter, keeping its note and who, marked replayed at the replay', async () => {
+          await addEndpoint('ep_1');
+          const dead = await deadDelivery('ep_1', 'dl_1');
+          await deadDelivery('ep_1', 'dl_2');
+          await ack(['dl_1', 'dl_2']);
+          clock.advance(HOUR);
+          expect(await store.replayDeadLetters({ ids: ['dl_1'] }, clock.now())).to.deep.equal(['dl_1']);
+          expect(await store.getDeadLetter('dl_1')).to.deep.include({
+            replayedAt: clock.now(),
+            triage: { state: 'replayed', note: 'consumer fixed, replay tomorrow', by: 'alice', at: clock.now() },
+          });
+          expect((await store.getDelivery(dead.deliveryId))?.status).to.equal('pending');
+          expect(await store.replayDeadLetters({ endpointId: 'ep_1' }, clock.now())).to.deep.equal(['dl_2']);
+          expect((await triageOf('dl_2'))?.state).to.equal('replayed');
+        });
+
+        it('keeps a discarded one out of every replay by filter; a replay naming it by id replays it', async () => {
+          await addEndpoint('ep_1');
+          await deadDelivery('ep_1', 'dl_1');
+          const kept = await deadDelivery('ep_1', 'dl_2');
+          await discard(['dl_2']);
+          expect(await store.replayDeadLetters({ endpointId: 'ep_1' }, clock.now())).to.deep.equal(['dl_1']);
+          expect(await store.replayDeadLetters({ tenantId: 'acme', state: 'discarded' }, clock.now())).to.deep.equal([]);
+          expect((await store.getDelivery(kept.deliveryId))?.status).to.equal('dead');
+
+          clock.advance(MINUTE);
+          expect(await store.replayDeadLetters({ ids: ['dl_2'] }, clock.now())).to.deep.equal(['dl_2']);
+          expect(await triageOf('dl_2')).to.deep.equal({ state: 'replayed', note: 'test event, never to be delivered', by: 'bob', at: clock.now() });
+          expect((await store.getDelivery(kept.deliveryId))?.status).to.equal('pending');
+        });
+
+        it('replays by filter only the state asked for, among the open ones', async () => {
+          await addEndpoint('ep_1');
+          await deadDelivery('ep_1', 'dl_new');
+          await deadDelivery('ep_1', 'dl_ack');
+          await ack(['dl_ack']);
+          expect(await store.replayDeadLetters({ endpointId: 'ep_1', state: 'acknowledged' }, clock.now())).to.deep.equal(['dl_ack']);
+          expect((await triageOf('dl_new'))?.state).to.equal('new');
+        });
+
+        it('lists by triage state; by default the open ones (new, acknowledged); with includeReplayed every one', async () => {
+          await addEndpoint('ep_1');
+          for (const id of ['dl_new', 'dl_ack', 'dl_replayed', 'dl_discarded']) {
+            await deadDelivery('ep_1', id);
+            clock.advance(SECOND);
+          }
+          await ack(['dl_ack']);
+          await discard(['dl_discarded']);
+          await store.replayDeadLetters({ ids: ['dl_replayed'] }, clock.now());
+          const ids = async (filter: Parameters<Store['listDeadLetters']>[0]) => (await store.listDeadLetters(filter)).map((d) => d.id);
+          expect(await ids({})).to.deep.equal(['dl_ack', 'dl_new']);
+          expect(await ids({ includeReplayed: true })).to.deep.equal(['dl_discarded', 'dl_replayed', 'dl_ack', 'dl_new']);
+          expect(await ids({ state: 'new' })).to.deep.equal(['dl_new']);
+          expect(await ids({ state: 'acknowledged' })).to.deep.equal(['dl_ack']);
+          expect(await ids({ state: 'replayed', includeReplayed: false })).to.deep.equal(['dl_replayed']);
+          expect(await ids({ state: 'discarded', endpointId: 'ep_1' })).to.deep.equal(['dl_discarded']);
+          expect(await ids({ state: 'discarded', endpointId: 'ep_2' })).to.deep.equal([]);
+          const [acknowledged] = await store.listDeadLetters({ state: 'acknowledged' });
+          expect(acknowledged).to.deep.equal(await store.getDeadLetter('dl_ack'));
+        });
+      });
+
+      context('when asking for the unreviewed dead letters', () => {
+        it('counts those in state new, up to the cap, with the oldest one\'s time; none gives 0 and null', async () => {
+          await addEndpoint('ep_1');
+          expect(await store.unreviewedDeadLetters(100)).to.deep.equal({ count: 0, oldestAt: null });
+          const t0 = clock.now();
+          await deadDelivery('ep_1', 'dl_1');
+          clock.advance(HOUR);
+          await deadDelivery('ep_1', 'dl_2');
+          clock.advance(HOUR);
+          await deadDelivery('ep_1', 'dl_3');
+          expect(await store.unreviewedDeadLetters(100)).to.deep.equal({ count: 3, oldestAt: t0 });
+          expect(await store.unreviewedDeadLetters(2)).to.deep.equal({ count: 2, oldestAt: t0 });
+
+          await store.triageDeadLetters({ ids: ['dl_1'], state: 'acknowledged', note: 'looking', by: 'alice' }, clock.now());
+          expect(await store.unreviewedDeadLetters(100)).to.deep.equal({ count: 2, oldestAt: t0 + HOUR });
+          await store.replayDeadLetters({ ids: ['dl_2'] }, clock.now());
+          await store.triageDeadLetters({ ids: ['dl_3'], state: 'discarded', note: 'noise', by: 'bob' }, clock.now());
+          expect(await store.unreviewedDeadLetters(100)).to.deep.equal({ count: 0, oldestAt: null });
         });
       });
     });

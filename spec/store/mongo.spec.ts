@@ -5,6 +5,7 @@
  * skip with one line (see spec/store/mongo/mongod.ts); the checks that need no
  * server run everywhere.
  */
+import { hostname } from 'node:os';
 import { expect } from 'chai';
 import { MongoClient } from 'mongodb';
 import type { Db } from 'mongodb';
@@ -19,7 +20,20 @@ import { startEmbeddedReplicaSet } from '../../lib/store/mongo/embedded-server.t
 import { MongoStore } from '../../lib/store/mongo/mongo-store.ts';
 import type { MongoStoreOptions } from '../../lib/store/mongo/mongo-store.ts';
 import { Collections, MetaKeys } from '../../lib/store/mongo/schema.ts';
-import type { DeliveryDoc, EventDoc, MetaDoc } from '../../lib/store/mongo/schema.ts';
+import type { DeliveryDoc, EndpointDoc, EventDoc, MetaDoc } from '../../lib/store/mongo/schema.ts';
+import {
+  busyEndpointsPipeline,
+  CANDIDATE_PROJECTION,
+  DELIVERY_LIST_SORT,
+  deliveryListFilter,
+  DUE_ORDER,
+  endpointDueFilter,
+  REPLAY_FENCE_UPDATE,
+  replayDeliveryFilter,
+  replayDeliveryUpdate,
+  replayFenceFilter,
+  statusCountFilter,
+} from '../../lib/store/mongo/queries.ts';
 import { openStore } from '../../lib/store/open-store.ts';
 import { describeStoreConformance } from './conformance.ts';
 import { dropDatabase, freshDbName, replicaSetOrSkip, startStandalone, whyNoMongod } from './mongo/mongod.ts';
@@ -177,6 +191,16 @@ describe('MongoStore (replica set)', () => {
       return store;
     }
 
+    /** A store with ep_1, watched by a listener, its change stream open. */
+    async function watchedStore(overrides: Partial<MongoStoreOptions> = {}): Promise<{ store: MongoStore; calls: ReturnType<typeof nextCall> }> {
+      const store = await openMongoStore(overrides);
+      await store.createEndpoint(endpoint('ep_1', clock.now()));
+      const calls = nextCall();
+      store.watch(calls.listener);
+      await store.whenChangeFeedReady();
+      return { store, calls };
+    }
+
     /** Publishes one event from the test's own client, in its own transaction. */
     async function publishFromProducer(id: string): Promise<void> {
       const session = client.startSession();
@@ -246,11 +270,7 @@ describe('MongoStore (replica set)', () => {
     describe('change feed', () => {
       context('when another client commits an event', () => {
         it('calls the listener without waiting for a sweep', async () => {
-          const store = await openMongoStore();
-          await store.createEndpoint(endpoint('ep_1', clock.now()));
-          const calls = nextCall();
-          store.watch(calls.listener);
-          await store.whenChangeFeedReady();
+          const { store, calls } = await watchedStore();
           const called = calls.called();
           await publishFromProducer('evt_fast');
           await called;
@@ -353,6 +373,144 @@ describe('MongoStore (replica set)', () => {
       });
     });
 
+    /** Appends `n` events for ep_1 and fans each out to one pending delivery due now; returns the delivery ids. */
+    async function backlog(store: MongoStore, n: number, endpointId = 'ep_1'): Promise<string[]> {
+      const now = clock.now();
+      const events = Array.from({ length: n }, (_, i) => ({ id: `evt_${endpointId}_${i}`, tenantId: 'acme', type: 't', payload: '{}', createdAt: now, endpointId: null }));
+      await store.appendEvents(events);
+      const slot = slotOf(endpointId, 8);
+      const fanOuts = events.map((e) => ({
+        eventId: e.id,
+        deliveries: [{ id: deliveryIdFor(e.id, endpointId, now), eventId: e.id, endpointId, tenantId: 'acme', eventType: 't', slot, nextAttemptAt: now, createdAt: now }],
+      }));
+      for (let i = 0; i < fanOuts.length; i += 500) await store.recordFanOuts(fanOuts.slice(i, i + 500), now);
+      return fanOuts.map((f) => f.deliveries[0]!.id);
+    }
+
+    /** Every stage name of an explain's winning plan (find or aggregate), however nested. */
+    function stagesOf(explain: unknown): string[] {
+      const found: string[] = [];
+      const walk = (node: unknown): void => {
+        if (Array.isArray(node)) return node.forEach(walk);
+        if (typeof node !== 'object' || node === null) return;
+        for (const [key, value] of Object.entries(node)) {
+          if (key === 'rejectedPlans') continue;
+          if (key === 'stage' && typeof value === 'string') found.push(value);
+          walk(value);
+        }
+      };
+      walk(explain);
+      return found;
+    }
+
+    describe('query plans (the review of issue 14)', () => {
+      it('reads an endpoint\'s first due deliveries in index order, covered, with no sort stage', async () => {
+        const store = await openMongoStore();
+        await store.createEndpoint(endpoint('ep_1', clock.now()));
+        await backlog(store, 50);
+        const slot = slotOf('ep_1', 8);
+        const explain = await db
+          .collection<DeliveryDoc>(Collections.DELIVERIES)
+          .find(endpointDueFilter('ep_1', { slot, epoch: 1 }, clock.now()), { projection: CANDIDATE_PROJECTION })
+          .sort(DUE_ORDER)
+          .limit(5)
+          .explain('executionStats');
+        const stages = stagesOf(explain.queryPlanner);
+        expect(stages).to.not.include('SORT');
+        expect(stages).to.not.include('FETCH');
+        expect(JSON.stringify(explain.queryPlanner)).to.include('deliveries_claim_walk');
+        expect(explain.executionStats.totalKeysExamined).to.be.at.most(6);
+      });
+
+      it('walks a slot\'s busy endpoints with a DISTINCT_SCAN', async () => {
+        const store = await openMongoStore();
+        await store.createEndpoint(endpoint('ep_1', clock.now()));
+        await backlog(store, 20);
+        const explain = await db.collection(Collections.DELIVERIES).aggregate(busyEndpointsPipeline(slotOf('ep_1', 8))).explain('queryPlanner');
+        expect(stagesOf(explain)).to.include('DISTINCT_SCAN');
+        expect(stagesOf(explain)).to.not.include('SORT');
+      });
+
+      it('counts a status and pages the delivery log by endpoint without reading documents or sorting', async () => {
+        const store = await openMongoStore();
+        await store.createEndpoint(endpoint('ep_1', clock.now()));
+        await backlog(store, 20);
+        const deliveries = db.collection<DeliveryDoc>(Collections.DELIVERIES);
+        const count = await db.command({ explain: { aggregate: Collections.DELIVERIES, pipeline: [{ $match: statusCountFilter('pending') }, { $group: { _id: 1, n: { $sum: 1 } } }], cursor: {} } });
+        expect(stagesOf(count)).to.not.include('COLLSCAN');
+        expect(stagesOf(count)).to.not.include('FETCH');
+        const log = await deliveries.find(deliveryListFilter({ endpointId: 'ep_1' })).sort(DELIVERY_LIST_SORT).limit(5).explain('queryPlanner');
+        expect(stagesOf(log.queryPlanner)).to.not.include('SORT');
+      });
+    });
+
+    describe('claims and settles', () => {
+      it('claims by walking endpoints once more than 1 000 are due, and a settle drops the claim id', async () => {
+        const store = await openMongoStore();
+        await store.createEndpoint(endpoint('ep_1', clock.now()));
+        await store.createEndpoint(endpoint('ep_2', clock.now()));
+        await backlog(store, 900, 'ep_1');
+        await backlog(store, 200, 'ep_2');
+        await store.acquireLeases({ owner: 'a', slots: [0, 1, 2, 3, 4, 5, 6, 7], now: clock.now(), leaseMs: 60_000 });
+        const jobs = await store.claimDue({ owner: 'a', now: clock.now(), limit: 10, perEndpointLimit: 3, skipEndpointIds: [] });
+        expect(jobs).to.have.length(6);
+        expect(new Set(jobs.map((j) => j.delivery.endpointId))).to.deep.equal(new Set(['ep_1', 'ep_2']));
+        const [job] = jobs;
+        const attempt = { number: 1, startedAt: clock.now(), durationMs: 1, outcome: { kind: 'timeout', timeoutMs: 1 } as const, error: 'timeout' };
+        await store.settle([{ kind: 'retry', deliveryId: job!.delivery.id, epoch: job!.delivery.leaseEpoch, attempt, nextAttemptAt: clock.now() + 1_000 }], clock.now());
+        const doc = await db.collection<DeliveryDoc>(Collections.DELIVERIES).findOne({ _id: job!.delivery.id });
+        expect(doc).to.not.have.property('claimId');
+      });
+    });
+
+    describe('deleting an endpoint', () => {
+      it('cancels a backlog of several chunks outside any transaction', async () => {
+        const store = await openMongoStore();
+        await store.createEndpoint(endpoint('ep_1', clock.now()));
+        await backlog(store, 1_201);
+        expect(await store.deleteEndpoint('ep_1', clock.now())).to.equal(true);
+        const deliveries = db.collection<DeliveryDoc>(Collections.DELIVERIES);
+        expect(await deliveries.countDocuments({ endpointId: 'ep_1', status: 'cancelled' })).to.equal(1_201);
+        expect(await deliveries.countDocuments({ endpointId: 'ep_1', status: { $in: ['pending', 'in_flight'] } })).to.equal(0);
+      });
+
+      it('waits for a replay that touched the endpoint, then cancels the delivery it made pending', async () => {
+        const store = await openMongoStore();
+        await store.createEndpoint(endpoint('ep_1', clock.now()));
+        const [id] = await backlog(store, 1);
+        const deliveries = db.collection<DeliveryDoc>(Collections.DELIVERIES);
+        await deliveries.updateOne({ _id: id! }, { $set: { status: 'dead' } });
+        // A replay's transaction, held open: its fence on the endpoint, its delivery back to pending.
+        const session = client.startSession();
+        try {
+          session.startTransaction({ readConcern: { level: 'snapshot' }, writeConcern: { w: 'majority' } });
+          await db.collection<EndpointDoc>(Collections.ENDPOINTS).updateMany(replayFenceFilter(['ep_1']), REPLAY_FENCE_UPDATE, { session });
+          await deliveries.updateOne(replayDeliveryFilter(id!), replayDeliveryUpdate(clock.now()), { session });
+          const deleting = store.deleteEndpoint('ep_1', clock.now());
+          await session.commitTransaction();
+          expect(await deleting).to.equal(true);
+        } finally {
+          await session.endSession();
+        }
+        expect((await deliveries.findOne({ _id: id! }))?.status).to.equal('cancelled');
+      });
+    });
+
+    describe('change feed keys and own writes', () => {
+      it('keeps the resume token under the host name by default, and does not signal the store\'s own inserts', async () => {
+        const { store, calls } = await watchedStore();
+        const called = calls.called();
+        await store.appendEvents([{ id: 'evt_own', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
+        await publishFromProducer('evt_theirs');
+        await called;
+        // Changes arrive in commit order: had the store's own insert passed, it would have been the first call.
+        expect(calls.count()).to.equal(1);
+        await store.close();
+        const stored = await db.collection<MetaDoc>(Collections.META).findOne({ _id: `${MetaKeys.RESUME_TOKEN_PREFIX}${hostname()}` });
+        expect(stored?.token).to.be.an('object');
+      });
+    });
+
     describe('schema', () => {
       it('creates the TTL indexes with the retention, and follows a changed retention', async () => {
         const store = await openMongoStore({ retentionMs: 30 * DAY });
@@ -369,7 +527,15 @@ describe('MongoStore (replica set)', () => {
       it('reports the server it checked', async () => {
         const store = await openMongoStore();
         expect(store.serverSupport?.topology).to.equal('replica-set');
-        expect(store.serverSupport?.maxWireVersion).to.be.at.least(7);
+        expect(store.serverSupport?.maxWireVersion).to.be.at.least(9);
+      });
+
+      it('drops the indexes a longer one now serves', async () => {
+        await db.collection(Collections.DELIVERIES).createIndex({ endpointId: 1, createdAt: -1 }, { name: 'deliveries_endpoint' });
+        await openMongoStore();
+        const names = (await db.collection(Collections.DELIVERIES).indexes()).map((i) => i.name);
+        expect(names).to.not.include('deliveries_endpoint');
+        expect(names).to.include('deliveries_endpoint_log').and.include('deliveries_claim_walk');
       });
     });
   });

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import pg from 'pg';
 import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
-import { migratePostgresSchema, POSTGRES_SCHEMA_VERSION } from '../../lib/store/postgres/schema.ts';
+import { migratePostgresSchema, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from '../../lib/store/postgres/schema.ts';
 import { createTestDatabase } from '../support/postgres-server.ts';
 
 const TABLES = ['attempts', 'dead_letters', 'deliveries', 'endpoints', 'events', 'leases', 'meta', 'nodes'];
@@ -60,6 +60,27 @@ describe('PostgreSQL schema (a real server)', function () {
       await pool.query(`INSERT INTO herald.nodes (id, started_at, seen_at) VALUES ('node_1', 1, 2)`);
       expect(await migratePostgresSchema(pool)).to.deep.equal({ from: POSTGRES_SCHEMA_VERSION, to: POSTGRES_SCHEMA_VERSION, applied: [] });
       expect((await pool.query('SELECT id FROM herald.nodes')).rows).to.deep.equal([{ id: 'node_1' }]);
+    });
+  });
+
+  context('when a database at version 2 holds dead letters (version 3: their triage)', () => {
+    it('starts the replayed ones as replayed since their replay, the others as new since their creation, and indexes the new ones', async () => {
+      const pool = await freshPool();
+      const upTo = (version: number) => POSTGRES_MIGRATIONS.filter((m) => m.version <= version);
+      await migratePostgresSchema(pool, 'herald', upTo(2));
+      const insert = `INSERT INTO herald.dead_letters (id, delivery_id, event_id, endpoint_id, tenant_id, event_type, payload, reason,
+        last_outcome, round, created_at, replayed_at) VALUES ($1, 'dlv', 'evt', 'ep', 'acme', 't', '{}', 'exhausted', '{}', 0, $2, $3)`;
+      await pool.query(insert, ['dl_waiting', 1_000, null]);
+      await pool.query(insert, ['dl_replayed', 2_000, 5_000]);
+
+      expect(await migratePostgresSchema(pool, 'herald', upTo(3))).to.deep.equal({ from: 2, to: 3, applied: [3] });
+      const { rows } = await pool.query(`SELECT id, triage_state, triage_note, triage_by, triage_at FROM herald.dead_letters ORDER BY id`);
+      expect(rows).to.deep.equal([
+        { id: 'dl_replayed', triage_state: 'replayed', triage_note: null, triage_by: null, triage_at: '5000' },
+        { id: 'dl_waiting', triage_state: 'new', triage_note: null, triage_by: null, triage_at: '1000' },
+      ]);
+      const index = await pool.query(`SELECT indexdef FROM pg_indexes WHERE schemaname = 'herald' AND indexname = 'dead_letters_unreviewed'`);
+      expect(index.rows[0]?.indexdef).to.include('(created_at)').and.include(`WHERE (triage_state = 'new'::text)`);
     });
   });
 

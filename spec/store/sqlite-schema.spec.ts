@@ -5,7 +5,8 @@
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
 import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
-import { ensureSchema, migrate, SCHEMA_VERSION, type SqliteMigration } from '../../lib/store/sqlite/schema.ts';
+import { deadLetterFromRow, type DeadLetterRow } from '../../lib/store/sql-rows.ts';
+import { ensureSchema, migrate, SCHEMA_VERSION, SQLITE_MIGRATIONS, type SqliteMigration } from '../../lib/store/sqlite/schema.ts';
 
 const version = (db: Database.Database): string => db.prepare(`SELECT value FROM meta WHERE key = 'schema_version'`).pluck().get() as string;
 
@@ -39,6 +40,31 @@ describe('SQLite schema versions', () => {
     // Run again: nothing to do (an ALTER run twice would throw).
     db.transaction(() => migrate(db, migrations)).immediate();
     expect(version(db)).to.equal('3');
+  });
+
+  it('version 2 gives dead letters their triage: replayed ones replayed since their replay, the others new since their creation', () => {
+    // The dead-letter table and meta as version 1 laid them out.
+    db.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      INSERT INTO meta (key, value) VALUES ('schema_version', '1');
+      CREATE TABLE dead_letters (id TEXT PRIMARY KEY, delivery_id TEXT NOT NULL, event_id TEXT NOT NULL, endpoint_id TEXT NOT NULL,
+        tenant_id TEXT NOT NULL, event_type TEXT NOT NULL, payload TEXT NOT NULL, reason TEXT NOT NULL, last_outcome TEXT NOT NULL,
+        round INTEGER NOT NULL, created_at INTEGER NOT NULL, replayed_at INTEGER);
+      INSERT INTO dead_letters VALUES ('dl_waiting', 'dlv', 'evt', 'ep', 'acme', 't', '{}', 'exhausted', '{}', 0, 1000, NULL);
+      INSERT INTO dead_letters VALUES ('dl_replayed', 'dlv', 'evt', 'ep', 'acme', 't', '{}', 'exhausted', '{}', 0, 2000, 5000);`);
+    db.transaction(() => migrate(db, SQLITE_MIGRATIONS.filter((m) => m.version <= 2))).immediate();
+    expect(version(db)).to.equal('2');
+    expect(db.prepare(`SELECT id, triage_state, triage_note, triage_by, triage_at FROM dead_letters ORDER BY id`).all()).to.deep.equal([
+      { id: 'dl_replayed', triage_state: 'replayed', triage_note: null, triage_by: null, triage_at: 5000 },
+      { id: 'dl_waiting', triage_state: 'new', triage_note: null, triage_by: null, triage_at: 1000 },
+    ]);
+    const plan = db.prepare(`EXPLAIN QUERY PLAN SELECT min(created_at) FROM dead_letters WHERE triage_state = 'new'`).all() as Array<{ detail: string }>;
+    expect(plan.map((step) => step.detail).join(' ')).to.include('dead_letters_unreviewed');
+
+    // A row an older process, still running, inserts the version-1 way reads as new since its creation.
+    db.exec(`INSERT INTO dead_letters (id, delivery_id, event_id, endpoint_id, tenant_id, event_type, payload, reason, last_outcome, round, created_at, replayed_at)
+      VALUES ('dl_late', 'dlv', 'evt', 'ep', 'acme', 't', '{}', 'exhausted', '{"kind":"timeout","timeoutMs":1}', 0, 7000, NULL)`);
+    const late = db.prepare(`SELECT * FROM dead_letters WHERE id = 'dl_late'`).get() as DeadLetterRow;
+    expect(deadLetterFromRow(late, []).triage).to.deep.equal({ state: 'new', note: null, by: null, at: 7000 });
   });
 
   it('refuses a file migrated by a newer Herald with HERALD_STORE naming both versions, changing nothing', () => {

@@ -11,7 +11,9 @@ function listeningServers(): number {
 }
 
 export const mochaHooks = {
-  async afterAll(): Promise<void> {
+  async afterAll(this: Context): Promise<void> {
+    // The server's shutdown checkpoint writes every spec's database out: seconds on a busy machine.
+    this.timeout(120_000);
     await stopTestServer();
   },
   afterEach(this: Context): void {

@@ -45,7 +45,7 @@ export type OpenStream = (options: OpenStreamOptions) => ChangeStreamLike;
 export const ChangeFeedRestartReason = {
   /** The stream reported `invalidate` (the database was dropped or renamed). */
   INVALIDATED: 'invalidated',
-  /** The resume token is no longer in the oplog (error 286, or 280 on 4.0). */
+  /** The resume token is no longer in the oplog (error 286). */
   HISTORY_LOST: 'history-lost',
   /** Network trouble, an election: resumed from the last token. */
   RESUMABLE_ERROR: 'resumable-error',
@@ -72,6 +72,11 @@ export interface ChangeFeedOptions {
   readonly clock: Clock;
   readonly onChange: () => void;
   readonly onRestart: (restart: ChangeFeedRestart) => void;
+  /**
+   * The store's own mark on the events and deliveries it inserts (`origin`): those are not
+   * signalled, since this process already knows of them. Absent: every insert is.
+   */
+  readonly origin?: string;
   /** The delay before the second consecutive restart, doubling up to `maxRestartDelayMs`. */
   readonly restartDelayMs: number;
   readonly maxRestartDelayMs: number;
@@ -96,21 +101,23 @@ export function restartDelay(consecutive: number, baseMs: number, maxMs: number)
 
 /**
  * The server-side filter. Passed: outbox inserts (every node fans out);
- * delivery inserts in `slots` (all slots when `undefined`); delivery updates
+ * delivery inserts in `slots` (all slots when `undefined`), both only when
+ * another process wrote them (their `origin` is not `origin`); delivery updates
  * that make work due now for whoever owns the slot (replay, resume: they set
  * `wokeAt`; retries and releases are the owner's own and need no signal);
  * an endpoint enabled again; and `invalidate`. Claims and settles, the bulk
  * of the writes, never reach the client. Only the fields the feed reads are
  * kept (the resume token `_id` always is).
  */
-export function changeFeedPipeline(slots: readonly number[] | undefined): Document[] {
-  const deliveryInsert: Document = { operationType: 'insert', 'ns.coll': Collections.DELIVERIES };
+export function changeFeedPipeline(slots: readonly number[] | undefined, origin?: string): Document[] {
+  const notOurs: Document = origin === undefined ? {} : { 'fullDocument.origin': { $ne: origin } };
+  const deliveryInsert: Document = { operationType: 'insert', 'ns.coll': Collections.DELIVERIES, ...notOurs };
   if (slots !== undefined) deliveryInsert['fullDocument.slot'] = { $in: [...slots] };
   return [
     {
       $match: {
         $or: [
-          { operationType: 'insert', 'ns.coll': Collections.EVENTS },
+          { operationType: 'insert', 'ns.coll': Collections.EVENTS, ...notOurs },
           deliveryInsert,
           {
             operationType: 'update',
@@ -133,6 +140,13 @@ export function changeFeedPipeline(slots: readonly number[] | undefined): Docume
 interface Deferred {
   readonly promise: Promise<void>;
   resolve(): void;
+}
+
+/** A new deferred that also settles `previous`: whoever waits on a replaced one is not left hanging. */
+function succeed(previous: Deferred): Deferred {
+  const next = deferred();
+  void next.promise.then(previous.resolve);
+  return next;
 }
 
 function deferred(): Deferred {
@@ -173,7 +187,10 @@ export class ChangeFeed {
     return !this.#stopped;
   }
 
-  /** Resolves once the current stream has answered (changes committed from then on are signalled). */
+  /**
+   * Resolves once the current stream has answered (changes committed from then on are signalled);
+   * a wait begun before a reopen or restart resolves when the stream after it answers, or on `stop()`.
+   */
   whenReady(): Promise<void> {
     return this.#ready.promise;
   }
@@ -193,13 +210,14 @@ export class ChangeFeed {
     this.#slotsKey = key;
     if (this.#stopped || this.#stream === undefined) return;
     this.#reopen = true;
-    this.#ready = deferred();
+    this.#ready = succeed(this.#ready);
     void this.#stream.close().catch(() => undefined);
   }
 
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
+    this.#ready.resolve();
     this.#sleepTimer?.cancel();
     this.#wake?.();
     await this.#stream?.close().catch(() => undefined);
@@ -215,27 +233,29 @@ export class ChangeFeed {
       let stream: ChangeStreamLike | undefined;
       try {
         if (!loaded) {
-          token = await tokens.load();
+          token = await tokens.load(clock.now());
           loaded = true;
           if (this.#stopped) break;
         }
-        const pipeline = changeFeedPipeline(this.#slots);
+        const pipeline = changeFeedPipeline(this.#slots, this.#options.origin);
         stream = this.#options.open(token === undefined ? { pipeline } : { pipeline, resumeAfter: token });
         this.#stream = stream;
         for (;;) {
           const change = await stream.tryNext();
+          if (change?.operationType === 'invalidate') throw new StreamInvalidated('the change stream was invalidated');
+          // Signalled before anything else: the stream's token is already past this change, and a
+          // reopen (or a restart) resumes from that token, so a change not signalled now never is.
+          if (change !== null) this.#signal();
           if (this.#stopped || this.#reopen) break;
           this.#consecutiveFailures = 0;
           this.#ready.resolve();
-          if (change !== null) {
-            if (change.operationType === 'invalidate') throw new StreamInvalidated('the change stream was invalidated');
-            this.#signal();
-          }
           token = stream.resumeToken ?? token;
-          await tokens.offer(token, clock.now());
+          await tokens.offer(token, clock.now(), change === null);
         }
       } catch (error) {
         if (this.#stopped) break;
+        // An invalidated stream cannot be resumed from its token, not even to reopen with new slots.
+        if (error instanceof StreamInvalidated) this.#reopen = false;
         if (!this.#reopen) {
           const reason = classifyChangeFeedError(error);
           const resumed = reason === ChangeFeedRestartReason.RESUMABLE_ERROR;
@@ -248,7 +268,7 @@ export class ChangeFeed {
           this.#restarts++;
           this.#consecutiveFailures++;
           const delayMs = restartDelay(this.#consecutiveFailures, this.#options.restartDelayMs, this.#options.maxRestartDelayMs);
-          this.#ready = deferred();
+          this.#ready = succeed(this.#ready);
           this.#report({
             reason,
             ...(reason === ChangeFeedRestartReason.INVALIDATED ? {} : { error }),

@@ -2,7 +2,19 @@
  * Claiming deliveries in MongoDB: which documents a claim goes for, marking
  * them in flight at their slot's epoch, and handing them back with their
  * events. No transaction: each delivery is claimed by its own conditional
- * update in one unordered bulk write, and the lease epoch fences the rest.
+ * update in one unordered bulk write, stamped with the claim's id, and the
+ * lease epoch fences the rest.
+ *
+ * A claim the engine never receives must not stay in flight: its owner keeps
+ * renewing the slot at the same epoch, so nobody would reclaim it until the
+ * slot changed hands. So once the bulk write has run, anything that fails
+ * gives the whole claim back (by its id, to pending, due as before), and a
+ * give-back that fails too is kept in {@link UnsentClaims} and retried before
+ * the next claim. A delivery the engine did receive is never given back by
+ * age: it may wait in its endpoint's mailbox (up to a few times the
+ * endpoint's concurrency, behind a rate limit or a breaker probe) for longer
+ * than any request timeout, and giving it back at the same epoch would let
+ * it be sent twice.
  */
 import { ObjectId } from 'mongodb';
 import type { AnyBulkWriteOperation } from 'mongodb';
@@ -12,73 +24,156 @@ import type { ClaimRequest, EndpointClaimRequest } from '../port.ts';
 import type { StoreDb } from './collections.ts';
 import { deliveryFromDoc, eventFromDoc } from './documents.ts';
 import {
+  busyEndpointsPipeline,
   byDueThenId,
+  CANDIDATE_PROJECTION,
+  CLAIM_SCAN_MAX,
   claimableFilter,
+  claimedFilter,
   claimOneFilter,
   claimUpdate,
-  endpointClaimableFilter,
+  DUE_ORDER,
+  dueCountFilter,
+  endpointChosen,
   endpointDueFilter,
   endpointsWorthClaiming,
+  giveBackFilter,
+  giveBackUpdate,
   liveLeasesFilter,
+  movedSlots,
+  orphansFilter,
   pickClaims,
 } from './queries.ts';
 import type { ClaimCandidate, OwnedSlot } from './queries.ts';
 import type { DeliveryDoc } from './schema.ts';
 
 /**
+ * The claims whose deliveries may still be in flight although the engine
+ * never received them: a claim that failed after its bulk write.
+ *
+ *   (none) ──claim fails──► kept ──give-back succeeds at a later claim──► (none)
+ *
+ * A failed claim is given back at once and once more before the next claim:
+ * a bulk write the driver reported failed may still be applied by the server
+ * after the first give-back ran.
+ */
+export class UnsentClaims {
+  readonly #ids = new Map<string, ObjectId>();
+
+  get size(): number {
+    return this.#ids.size;
+  }
+
+  /** Gives the claim back now (best effort) and remembers it for one more give-back. */
+  async failed(db: StoreDb, claimId: ObjectId, now: number): Promise<void> {
+    this.#ids.set(claimId.toHexString(), claimId);
+    await giveBack(db, claimId, now).catch(() => undefined);
+  }
+
+  /** Gives back every kept claim; those whose give-back fails stay kept. */
+  async retry(db: StoreDb, now: number): Promise<void> {
+    for (const [key, claimId] of [...this.#ids]) {
+      try {
+        await giveBack(db, claimId, now);
+        this.#ids.delete(key);
+      } catch {
+        // The server is still out of reach: the claim goes at a later call.
+      }
+    }
+  }
+}
+
+async function giveBack({ deliveries }: StoreDb, claimId: ObjectId, now: number): Promise<void> {
+  await deliveries.updateMany(giveBackFilter(claimId), giveBackUpdate(now));
+}
+
+/**
  * `limit` and `perEndpoint` are the request's, whole and at least 1.
  *
  * 1. The owner's live slots and their epochs.
- * 2. The busy endpoints among claimable deliveries, each with its earliest
- *    due time (one `$group`); only enabled endpoints, and only those whose
- *    earliest is among the `limit` earliest, can contribute.
- * 3. Each of those endpoints' first `perEndpointLimit` claimable deliveries
- *    (indexed queries, in parallel); then the earliest due overall, up to `limit`.
- * 4. One unordered bulk of conditional updates claims them, each stamped
- *    with this claim's id; reading that id back gives exactly what was won.
+ * 2. How many deliveries are pending and due, counted up to CLAIM_SCAN_MAX + 1
+ *    (index `deliveries_next`). Then the candidates, the same ones either way:
+ *    - by scan (at most CLAIM_SCAN_MAX due): every due delivery of the owned
+ *      slots and every orphan, in one indexed query;
+ *    - by endpoint (more): each owned slot's busy endpoints with their earliest
+ *      pending time (a DISTINCT_SCAN per slot, {@link busyEndpointsPipeline}),
+ *      then only the endpoints whose earliest is among the `limit` earliest
+ *      each give their first `perEndpoint` due deliveries (indexed queries
+ *      that stop at the limit, in parallel), and the orphans.
+ *    Only enabled endpoints count; each gets at most `perEndpoint`, the
+ *    earliest due overall go first, up to `limit` ({@link pickClaims}).
+ * 3. Claimed as {@link claimCandidates} claims.
  */
-export async function claimDue(db: StoreDb, request: ClaimRequest, limit: number, perEndpoint: number): Promise<DeliveryJob[]> {
+export async function claimDue(
+  db: StoreDb,
+  request: ClaimRequest,
+  limit: number,
+  perEndpoint: number,
+  unsent: UnsentClaims,
+): Promise<DeliveryJob[]> {
   const { owner, now } = request;
-  const { leases, deliveries, endpoints } = db;
-  const owned: OwnedSlot[] = (await leases.find(liveLeasesFilter(owner, now)).toArray()).map((l) => ({ slot: l._id, epoch: l.epoch }));
+  await unsent.retry(db, now);
+  const owned: OwnedSlot[] = (await db.leases.find(liveLeasesFilter(owner, now)).toArray()).map((l) => ({ slot: l._id, epoch: l.epoch }));
   if (owned.length === 0) return [];
-  const bySlot = new Map(owned.map((o) => [o.slot, o]));
+  const due = await db.deliveries.countDocuments(dueCountFilter(now), { limit: CLAIM_SCAN_MAX + 1 });
+  const candidates =
+    due > CLAIM_SCAN_MAX
+      ? await candidatesByEndpoint(db, request, owned, limit, perEndpoint)
+      : await candidatesByScan(db, request, owned);
+  return claimCandidates(db, pickClaims(candidates, perEndpoint, limit), owned, owner, now, unsent);
+}
 
-  const busy = await deliveries
-    .aggregate<{ _id: { endpointId: string; slot: number }; first: number }>([
-      { $match: claimableFilter(owned, request) },
-      { $group: { _id: { endpointId: '$endpointId', slot: '$slot' }, first: { $min: '$nextAttemptAt' } } },
-    ])
-    .toArray();
-  if (busy.length === 0) return [];
-  const endpointIds = [...new Set(busy.map((b) => b._id.endpointId))];
-  const enabled = new Set(
-    (await endpoints.find({ _id: { $in: endpointIds }, status: 'enabled' }, { projection: { _id: 1 } }).toArray()).map((e) => e._id),
-  );
+/** At most CLAIM_SCAN_MAX pending due deliveries exist: read them all, with the orphans. */
+async function candidatesByScan(db: StoreDb, request: ClaimRequest, owned: readonly OwnedSlot[]): Promise<ClaimCandidate[]> {
+  const docs = await db.deliveries.find(claimableFilter(owned, request), { projection: CANDIDATE_PROJECTION }).toArray();
+  const enabled = await enabledAmong(db, docs.map((d) => d.endpointId));
+  return docs.filter((d) => enabled.has(d.endpointId)).map(candidateOf);
+}
+
+/** More are due: walk the busy endpoints and take the first few due of only those that can contribute. */
+async function candidatesByEndpoint(
+  db: StoreDb,
+  request: ClaimRequest,
+  owned: readonly OwnedSlot[],
+  limit: number,
+  perEndpoint: number,
+): Promise<ClaimCandidate[]> {
+  const { deliveries } = db;
+  const { now } = request;
+  const [busy, orphanDocs] = await Promise.all([
+    Promise.all(
+      owned.map(async ({ slot }) =>
+        (await deliveries.aggregate<{ _id: string; first: number }>(busyEndpointsPipeline(slot)).toArray()).map((b) => ({
+          endpointId: b._id,
+          slot,
+          first: b.first,
+        })),
+      ),
+    ),
+    deliveries.find(orphansFilter(owned), { projection: CANDIDATE_PROJECTION }).toArray(),
+  ]);
+  const dueEndpoints = busy.flat().filter((b) => b.first <= now && endpointChosen(request, b.endpointId));
+  const orphans = orphanDocs.filter((d) => endpointChosen(request, d.endpointId));
+  const enabled = await enabledAmong(db, [...dueEndpoints.map((b) => b.endpointId), ...orphans.map((d) => d.endpointId)]);
+  const bySlot = new Map(owned.map((o) => [o.slot, o]));
   const worth = endpointsWorthClaiming(
-    busy.filter((b) => enabled.has(b._id.endpointId)).map((b) => ({ endpointId: b._id.endpointId, slot: b._id.slot, first: b.first })),
+    dueEndpoints.filter((b) => enabled.has(b.endpointId)),
     limit,
   );
   const lists = await Promise.all(
-    worth.map(async (w): Promise<ClaimCandidate[]> => {
+    worth.map(async (w) => {
       const slot = bySlot.get(w.slot);
-      if (slot === undefined) return [];
-      const docs = await deliveries
-        .find(endpointClaimableFilter(w.endpointId, slot, now), { projection: { _id: 1, endpointId: 1, slot: 1, nextAttemptAt: 1 } })
-        .sort({ nextAttemptAt: 1, _id: 1 })
-        .limit(perEndpoint)
-        .toArray();
-      return docs.map((d) => ({ _id: d._id, endpointId: d.endpointId, slot: d.slot, nextAttemptAt: d.nextAttemptAt }));
+      return slot === undefined ? [] : firstDue(db, w.endpointId, slot, now, perEndpoint);
     }),
   );
-  return claimCandidates(db, pickClaims(lists.flat(), perEndpoint, limit), bySlot, now);
+  return [...lists.flat(), ...orphans.filter((d) => enabled.has(d.endpointId)).map(candidateOf)];
 }
 
 /**
  * `wanted` holds the endpoints to claim for, each with a limit of at least 1.
  * The owner's live leases among the endpoints' slots, the enabled endpoints
  * among them, each one's first `limit` pending due deliveries (indexed
- * queries, in parallel); then claimed as `claimDue` claims.
+ * queries that stop at the limit, in parallel); then claimed as `claimDue` claims.
  */
 export async function claimForEndpoints(
   db: StoreDb,
@@ -86,54 +181,102 @@ export async function claimForEndpoints(
   now: number,
   wanted: EndpointClaimRequest['endpoints'],
   slotCount: number,
+  unsent: UnsentClaims,
 ): Promise<DeliveryJob[]> {
+  await unsent.retry(db, now);
   const slots = [...new Set(wanted.map((want) => slotOf(want.endpointId, slotCount)))];
   const owned = (await db.leases.find(liveLeasesFilter(owner, now, slots)).toArray()).map((l) => ({ slot: l._id, epoch: l.epoch }));
   if (owned.length === 0) return [];
   const bySlot = new Map(owned.map((o) => [o.slot, o]));
-  const enabled = new Set(
-    (
-      await db.endpoints
-        .find({ _id: { $in: wanted.map((want) => want.endpointId) }, status: 'enabled' }, { projection: { _id: 1 } })
-        .toArray()
-    ).map((e) => e._id),
+  const enabled = await enabledAmong(
+    db,
+    wanted.map((want) => want.endpointId),
   );
   const lists = await Promise.all(
     wanted.map(async ({ endpointId, limit }): Promise<ClaimCandidate[]> => {
       const slot = bySlot.get(slotOf(endpointId, slotCount));
       if (slot === undefined || !enabled.has(endpointId)) return [];
-      const docs = await db.deliveries
-        .find(endpointDueFilter(endpointId, slot, now), { projection: { _id: 1, endpointId: 1, slot: 1, nextAttemptAt: 1 } })
-        .sort({ nextAttemptAt: 1, _id: 1 })
-        .limit(Math.floor(limit))
-        .toArray();
-      return docs.map((d) => ({ _id: d._id, endpointId: d.endpointId, slot: d.slot, nextAttemptAt: d.nextAttemptAt }));
+      return firstDue(db, endpointId, slot, now, Math.floor(limit));
     }),
   );
-  return claimCandidates(db, lists.flat(), bySlot, now);
+  return claimCandidates(db, lists.flat(), owned, owner, now, unsent);
+}
+
+/** One endpoint's first `n` pending due deliveries: read in `deliveries_claim_walk`'s order, covered. */
+async function firstDue(db: StoreDb, endpointId: string, slot: OwnedSlot, now: number, n: number): Promise<ClaimCandidate[]> {
+  const docs = await db.deliveries
+    .find(endpointDueFilter(endpointId, slot, now), { projection: CANDIDATE_PROJECTION })
+    .sort(DUE_ORDER)
+    .limit(n)
+    .toArray();
+  return docs.map(candidateOf);
+}
+
+async function enabledAmong({ endpoints }: StoreDb, ids: readonly string[]): Promise<Set<string>> {
+  const unique = [...new Set(ids)];
+  if (unique.length === 0) return new Set();
+  const found = await endpoints.find({ _id: { $in: unique }, status: 'enabled' }, { projection: { _id: 1 } }).toArray();
+  return new Set(found.map((e) => e._id));
+}
+
+function candidateOf(d: Pick<DeliveryDoc, '_id' | 'endpointId' | 'slot' | 'nextAttemptAt'>): ClaimCandidate {
+  return { _id: d._id, endpointId: d.endpointId, slot: d.slot, nextAttemptAt: d.nextAttemptAt };
 }
 
 /**
  * One unordered bulk of conditional updates claims the candidates, each
- * stamped with this claim's id; reading that id back gives exactly what was won.
+ * stamped with this claim's id. Then the leases of the slots used are read
+ * again: what the claim took in a slot that moved on meanwhile (another
+ * owner, a new epoch) goes back at once, so a stale owner does not send what
+ * the slot's new owner will. Reading the id back gives what was won and is
+ * still in flight under it. Any failure from the bulk write on gives the
+ * whole claim back (see {@link UnsentClaims}).
  */
 async function claimCandidates(
-  { deliveries, events }: StoreDb,
+  db: StoreDb,
   candidates: readonly ClaimCandidate[],
-  bySlot: ReadonlyMap<number, OwnedSlot>,
+  owned: readonly OwnedSlot[],
+  owner: string,
   now: number,
+  unsent: UnsentClaims,
 ): Promise<DeliveryJob[]> {
   if (candidates.length === 0) return [];
+  const bySlot = new Map(owned.map((o) => [o.slot, o]));
   const claimId = new ObjectId();
   const ops: AnyBulkWriteOperation<DeliveryDoc>[] = [];
+  const used = new Map<number, OwnedSlot>();
   for (const candidate of candidates) {
     const slot = bySlot.get(candidate.slot);
     if (slot === undefined) continue;
+    used.set(slot.slot, slot);
     ops.push({ updateOne: { filter: claimOneFilter(candidate, slot, now), update: claimUpdate(slot.epoch, now, claimId) } });
   }
   if (ops.length === 0) return [];
-  await deliveries.bulkWrite(ops, { ordered: false });
-  const won = (await deliveries.find({ claimId }).toArray()).sort(byDueThenId);
+  try {
+    return await takeClaim(db, claimId, ops, [...used.values()], owner, now);
+  } catch (error) {
+    await unsent.failed(db, claimId, now);
+    throw error;
+  }
+}
+
+async function takeClaim(
+  db: StoreDb,
+  claimId: ObjectId,
+  ops: AnyBulkWriteOperation<DeliveryDoc>[],
+  used: readonly OwnedSlot[],
+  owner: string,
+  now: number,
+): Promise<DeliveryJob[]> {
+  const { deliveries, events, leases } = db;
+  const written = await deliveries.bulkWrite(ops, { ordered: false });
+  if (written.modifiedCount === 0) return [];
+  const current = await leases
+    .find({ _id: { $in: used.map((u) => u.slot) } }, { projection: { _id: 1, owner: 1, epoch: 1 } })
+    .toArray();
+  const moved = movedSlots(used, current, owner);
+  if (moved.length > 0) await deliveries.updateMany(giveBackFilter(claimId, moved), giveBackUpdate(now));
+  const won = (await deliveries.find(claimedFilter(claimId)).toArray()).sort(byDueThenId);
   if (won.length === 0) return [];
 
   const eventIds = [...new Set(won.map((d) => d.eventId))];
@@ -143,7 +286,10 @@ async function claimCandidates(
     const event = found.get(doc.eventId);
     if (event === undefined) {
       // A claimed delivery whose event is gone (deleted by hand) can never be sent.
-      await deliveries.updateOne({ _id: doc._id, claimId }, { $set: { status: 'cancelled', lastError: 'event missing', updatedAt: now } });
+      await deliveries.updateOne(
+        { _id: doc._id, claimId },
+        { $set: { status: 'cancelled', lastError: 'event missing', updatedAt: now }, $unset: { claimId: '' } },
+      );
       continue;
     }
     jobs.push({ delivery: deliveryFromDoc(doc), event });

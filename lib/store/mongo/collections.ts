@@ -20,6 +20,8 @@ export interface StoreDb {
   readonly leases: Collection<LeaseDoc>;
   readonly nodes: Collection<NodeDoc>;
   readonly transaction: InTransaction;
+  /** This store's mark on the events and deliveries it inserts: its change feed does not signal them back. */
+  readonly origin: string;
 }
 
 /** Documents per transaction for bulk work (replay, purge). */

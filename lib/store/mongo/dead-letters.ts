@@ -1,14 +1,30 @@
 /**
  * Dead letters in MongoDB: read with the attempts of the round that died,
- * and replayed (their deliveries made pending again in a new round),
- * `CHUNK` per transaction.
+ * replayed (their deliveries made pending again in a new round), `CHUNK` per
+ * transaction, triaged (acknowledged, discarded), and the unreviewed ones the
+ * review check watches.
  */
+import { triageOutcome, type TriageOutcome } from '../../dead-letters/triage.ts';
 import type { DeadLetter } from '../../model.ts';
-import type { DeadLetterFilter } from '../port.ts';
+import type { DeadLetterFilter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
 import { CHUNK } from './collections.ts';
 import type { StoreDb } from './collections.ts';
-import { deadLetterFromDoc } from './documents.ts';
-import { afterKeyFilter, DEAD_LETTER_LIST_SORT, deadLetterListFilter, replayDeliveryFilter, replayDeliveryUpdate } from './queries.ts';
+import { deadLetterFromDoc, triageFromDoc } from './documents.ts';
+import {
+  afterKeyFilter,
+  DEAD_LETTER_LIST_SORT,
+  DEAD_LETTER_REPLAY_SORT,
+  deadLetterListFilter,
+  deadLetterReplayFilter,
+  markReplayedUpdate,
+  REPLAY_FENCE_UPDATE,
+  replayDeliveryFilter,
+  replayDeliveryUpdate,
+  replayFenceFilter,
+  triageFilter,
+  triageUpdate,
+  UNREVIEWED_FILTER,
+} from './queries.ts';
 import type { DeadLetterDoc } from './schema.ts';
 
 /** A dead letter's attempts are those of the round that died; earlier rounds have their own dead letters. */
@@ -42,11 +58,13 @@ export async function replayDeadLetters(
       const existing = new Set(
         (await db.endpoints.find({ _id: { $in: endpointIds } }, { session, projection: { _id: 1 } }).toArray()).map((e) => e._id),
       );
+      // Conflicts with a concurrent deleteEndpoint (see REPLAY_FENCE_UPDATE): no pending delivery is left for a deleted endpoint.
+      if (existing.size > 0) await db.endpoints.updateMany(replayFenceFilter([...existing]), REPLAY_FENCE_UPDATE, { session });
       for (const row of rows) {
         if (!existing.has(row.endpointId)) continue;
         const moved = await db.deliveries.updateOne(replayDeliveryFilter(row.deliveryId), replayDeliveryUpdate(now), { session });
         if (moved.modifiedCount === 0) continue;
-        await db.deadLetters.updateOne({ _id: row._id }, { $set: { replayedAt: now } }, { session });
+        await db.deadLetters.updateOne({ _id: row._id }, markReplayedUpdate(now), { session });
         done.push(row._id);
       }
       return done;
@@ -60,19 +78,43 @@ export async function replayDeadLetters(
     return replayed;
   }
   // Keyset pagination: skipped rows stay unreplayed, so "the next unreplayed ones" would loop forever.
-  const base = deadLetterListFilter({ ...selection, includeReplayed: false });
-  let after: { createdAt: number; id: string } | undefined;
+  const base = deadLetterReplayFilter(selection);
+  if (base === undefined) return replayed;
+  let after: { createdAt: number; ord: DeadLetterDoc['ord'] } | undefined;
   for (;;) {
     const rows = await db.deadLetters
       .find({ $and: [base, afterKeyFilter(after)] })
-      .sort({ createdAt: 1, _id: 1 })
+      .sort(DEAD_LETTER_REPLAY_SORT)
       .limit(CHUNK)
       .toArray();
     if (rows.length > 0) replayed.push(...(await replay(rows)));
     const last = rows.at(-1);
     if (rows.length < CHUNK || last === undefined) return replayed;
-    after = { createdAt: last.createdAt, id: last._id };
+    after = { createdAt: last.createdAt, ord: last.ord };
   }
+}
+
+/**
+ * Sets the triage of the open ones among `request.ids`, in one transaction: the states read are
+ * those the update acts on (a concurrent change aborts and retries the transaction).
+ */
+export async function triageDeadLetters(db: StoreDb, request: TriageRequest, now: number): Promise<TriageOutcome> {
+  return db.transaction(async (session) => {
+    const ids = [...new Set(request.ids)];
+    const found = await db.deadLetters.find({ _id: { $in: ids } }, { session, projection: { _id: 1, triage: 1, replayedAt: 1, createdAt: 1 } }).toArray();
+    const outcome = triageOutcome(request.ids, new Map(found.map((doc) => [doc._id, triageFromDoc(doc).state])));
+    if (outcome.applied.length > 0) await db.deadLetters.updateMany(triageFilter(outcome.applied), triageUpdate(request, now), { session });
+    return outcome;
+  });
+}
+
+export async function unreviewedDeadLetters(db: StoreDb, cap: number): Promise<UnreviewedDeadLetters> {
+  const limit = Math.max(0, Math.floor(cap));
+  const [count, oldest] = await Promise.all([
+    limit === 0 ? Promise.resolve(0) : db.deadLetters.countDocuments(UNREVIEWED_FILTER, { limit }),
+    db.deadLetters.findOne(UNREVIEWED_FILTER, { sort: { 'triage.state': 1, createdAt: 1 }, projection: { createdAt: 1 } }),
+  ]);
+  return { count, oldestAt: oldest?.createdAt ?? null };
 }
 
 async function withAttempts(db: StoreDb, docs: readonly DeadLetterDoc[]): Promise<DeadLetter[]> {

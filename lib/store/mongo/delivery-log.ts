@@ -7,7 +7,7 @@ import { DeliveryStatus as Status } from '../../model.ts';
 import type { DeliveryFilter } from '../port.ts';
 import type { StoreDb } from './collections.ts';
 import { attemptFromDoc, deliveryFromDoc } from './documents.ts';
-import { countsByStatus, DELIVERY_LIST_SORT, deliveryListFilter } from './queries.ts';
+import { countsByStatus, DELIVERY_LIST_SORT, deliveryListFilter, statusCountFilter } from './queries.ts';
 
 export async function getDelivery({ deliveries }: StoreDb, id: string): Promise<Delivery | undefined> {
   const doc = await deliveries.findOne({ _id: id });
@@ -23,9 +23,16 @@ export async function listAttempts({ attempts }: StoreDb, deliveryId: string): P
   return (await attempts.find({ deliveryId }).sort({ round: 1, number: 1, _id: 1 }).toArray()).map(attemptFromDoc);
 }
 
+/**
+ * One count per status, each on the index that leads with `status` (`deliveries_next`): it reads
+ * index keys only, never the documents, where a `$group` over the collection read every document.
+ */
 export async function countDeliveries({ deliveries }: StoreDb): Promise<Readonly<Record<DeliveryStatus, number>>> {
-  const found = await deliveries.aggregate<{ _id: unknown; n: number }>([{ $group: { _id: '$status', n: { $sum: 1 } } }]).toArray();
-  return countsByStatus(Object.values(Status), found);
+  const statuses = Object.values(Status);
+  const found = await Promise.all(
+    statuses.map(async (status) => ({ _id: status, n: await deliveries.countDocuments(statusCountFilter(status)) })),
+  );
+  return countsByStatus(statuses, found);
 }
 
 /** The earliest due time of a pending delivery whose endpoint is enabled. */

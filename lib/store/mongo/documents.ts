@@ -4,10 +4,10 @@
  * driver field (`_id`, `ord`, `at`, `claimId`, …) leaks into the model.
  */
 import { ObjectId } from 'mongodb';
-import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent } from '../../model.ts';
+import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Triage } from '../../model.ts';
 import { EndpointStatus } from '../../model.ts';
 import type { AttemptRecord, NewDelivery, NodeRecord, SlotLease } from '../port.ts';
-import type { AttemptDoc, DeadLetterDoc, DeliveryDoc, EndpointDoc, EventDoc, LeaseDoc, NodeDoc } from './schema.ts';
+import { legacyTriage, type AttemptDoc, type DeadLetterDoc, type DeliveryDoc, type EndpointDoc, type EventDoc, type LeaseDoc, type NodeDoc } from './schema.ts';
 
 export function endpointToDoc(endpoint: Endpoint): EndpointDoc {
   return {
@@ -20,6 +20,7 @@ export function endpointToDoc(endpoint: Endpoint): EndpointDoc {
     timeoutMs: endpoint.timeoutMs,
     mode: endpoint.mode,
     concurrency: endpoint.concurrency,
+    rateLimit: endpoint.rateLimit === undefined ? null : { perSecond: endpoint.rateLimit.perSecond, burst: endpoint.rateLimit.burst },
     status: endpoint.status,
     disabledReason: endpoint.disabledReason,
     failingSince: endpoint.failingSince,
@@ -46,6 +47,9 @@ export function endpointFromDoc(doc: EndpointDoc): Endpoint {
     secrets: doc.secrets.map((s) => ({ secret: s.secret, createdAt: s.createdAt, expiresAt: s.expiresAt ?? null })),
     createdAt: doc.createdAt,
     updatedAt: doc.updatedAt,
+    ...(doc.rateLimit === null || doc.rateLimit === undefined
+      ? {}
+      : { rateLimit: { perSecond: doc.rateLimit.perSecond, burst: doc.rateLimit.burst } }),
   };
 }
 
@@ -158,7 +162,14 @@ export function deadLetterFromDoc(doc: DeadLetterDoc, attempts: readonly Attempt
     attempts: attempts.map(attemptFromDoc),
     createdAt: doc.createdAt,
     replayedAt: doc.replayedAt ?? null,
+    triage: triageFromDoc(doc),
   };
+}
+
+/** A dead letter's triage; one the version-2 migration has not reached yet reads as it will be migrated. */
+export function triageFromDoc(doc: Pick<DeadLetterDoc, 'triage' | 'createdAt' | 'replayedAt'>): Triage {
+  const triage = (doc.triage as DeadLetterDoc['triage'] | undefined) ?? legacyTriage(doc);
+  return { state: triage.state, note: triage.note ?? null, by: triage.by ?? null, at: triage.at };
 }
 
 export function leaseFromDoc(doc: LeaseDoc): SlotLease {

@@ -8,7 +8,9 @@ import type { EndpointPatch } from '../port.ts';
 import type { StoreDb } from './collections.ts';
 import { endpointFromDoc, endpointToDoc } from './documents.ts';
 import { isDuplicateKeyError } from './mongo-errors.ts';
+import { CHUNK } from './collections.ts';
 import {
+  cancelChunkFilter,
   cancelDeliveriesFilter,
   cancelDeliveriesUpdate,
   endpointPatchUpdate,
@@ -40,14 +42,39 @@ export async function updateEndpoint({ endpoints }: StoreDb, id: string, patch: 
   return doc === null ? undefined : endpointFromDoc(doc);
 }
 
-/** Its unfinished deliveries are cancelled with it, in one transaction. */
+/**
+ * Deletes the endpoint, then cancels its unfinished deliveries `CHUNK` at a
+ * time, outside any transaction: one transaction over a big backlog exceeds
+ * MongoDB's transaction limits (a runtime under `transactionLifetimeLimitSeconds`,
+ * 60 s by default; a write set that dirties too much of the WiredTiger cache
+ * aborts with a write conflict, `TransactionTooLargeForCache` from 6.2, and
+ * retrying cannot help). Nothing is lost in between:
+ * claims take only deliveries of endpoints that exist and are enabled, and
+ * a replay touches the endpoint inside its transaction (`dead-letters.ts`), so
+ * it either commits before the delete, and its delivery is cancelled here,
+ * or sees the endpoint gone. Interrupted half way, the rest is cancelled by
+ * the next delete of the same id, which cancels whatever is left even when
+ * the endpoint is already gone (and answers false).
+ */
 export async function deleteEndpoint(db: StoreDb, id: string, now: number): Promise<boolean> {
-  return db.transaction(async (session) => {
-    const { deletedCount } = await db.endpoints.deleteOne({ _id: id }, { session });
-    if (deletedCount === 0) return false;
-    await db.deliveries.updateMany(cancelDeliveriesFilter(id), cancelDeliveriesUpdate(now), { session });
-    return true;
-  });
+  const { deletedCount } = await db.endpoints.deleteOne({ _id: id });
+  await cancelBacklog(db, id, now);
+  return deletedCount > 0;
+}
+
+/** Cancels a deleted endpoint's unfinished deliveries, `CHUNK` per write; returns how many. */
+export async function cancelBacklog({ deliveries }: StoreDb, endpointId: string, now: number): Promise<number> {
+  let cancelled = 0;
+  for (;;) {
+    const chunk = await deliveries.find(cancelDeliveriesFilter(endpointId), { projection: { _id: 1 } }).limit(CHUNK).toArray();
+    if (chunk.length === 0) return cancelled;
+    const { modifiedCount } = await deliveries.updateMany(
+      cancelChunkFilter(chunk.map((d) => d._id)),
+      cancelDeliveriesUpdate(now),
+    );
+    cancelled += modifiedCount;
+    if (chunk.length < CHUNK) return cancelled;
+  }
 }
 
 export async function resumeDeliveries({ deliveries }: StoreDb, endpointId: string, now: number): Promise<number> {

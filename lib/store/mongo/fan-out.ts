@@ -37,7 +37,7 @@ export async function appendEvents(db: StoreDb, events: readonly OutboxEvent[]):
   return db.transaction(async (session) => {
     const ops: AnyBulkWriteOperation<EventDoc>[] = events.map((event) => {
       const { _id, ...fields } = eventToDoc(event);
-      return { updateOne: { filter: { _id }, update: { $setOnInsert: fields }, upsert: true } };
+      return { updateOne: { filter: { _id }, update: { $setOnInsert: { ...fields, origin: db.origin } }, upsert: true } };
     });
     await db.events.bulkWrite(ops, { session, ordered: true });
   });
@@ -84,7 +84,7 @@ export async function recordFanOuts(db: StoreDb, batch: FanOutBatch, now: number
     });
     const ops: AnyBulkWriteOperation<DeliveryDoc>[] = docs.map((doc) => {
       const { _id, ...fields } = doc;
-      return { updateOne: { filter: { _id }, update: { $setOnInsert: fields }, upsert: true } };
+      return { updateOne: { filter: { _id }, update: { $setOnInsert: { ...fields, origin: db.origin } }, upsert: true } };
     });
     const result = await db.deliveries.bulkWrite(ops, { session, ordered: true });
     // Only the upserted ones are new; an id that existed (a rerun) keeps its state.

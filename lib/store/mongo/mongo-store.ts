@@ -6,7 +6,8 @@
  *   created ──init()──► open ──close()──► closed
  *
  * `init()` connects, checks that the deployment offers change streams and
- * transactions (a replica set on MongoDB 4.0+, see `server-check.ts`) and
+ * transactions (a replica set or sharded cluster on MongoDB 4.4+, see
+ * `server-check.ts`) and
  * creates the collections and indexes (`schema.ts`). Methods other than
  * `init` and `close` reject with a `StoreError` before `init()` and with a
  * `ClosedError` after `close()`; driver errors become `StoreError`s naming
@@ -14,9 +15,12 @@
  *
  * Writes use majority write concern. Every method that writes more than one
  * document atomically runs in one transaction (snapshot reads, majority
- * commit): fan-out, settle, delete endpoint, replay (per chunk), purge (per
- * chunk). Claims need none: each delivery is claimed by its own conditional
- * update in one unordered bulk write, and the lease epoch fences the rest.
+ * commit): fan-out, settle, replay (per chunk), purge (per chunk). Claims
+ * need none: each delivery is claimed by its own conditional update in one
+ * unordered bulk write, and the lease epoch fences the rest (a claim that
+ * fails half way is given back: `claims.ts`). Deleting an endpoint needs none
+ * either, and must not have one: its backlog is cancelled in chunks after
+ * the endpoint is gone (`endpoints.ts`).
  *
  * Each concern's queries and writes live in a module of its own, as
  * functions over the open collections (`endpoints.ts`, `fan-out.ts`,
@@ -28,10 +32,12 @@
  * `watch()` and stopped with the last. Delivery inserts are filtered on the
  * server to the slots this process owns: by default the slots this store has
  * granted through `acquireLeases` (and not released), or those given to
- * {@link MongoStore.setOwnedSlots}.
+ * {@link MongoStore.setOwnedSlots}. Events and deliveries this store inserts
+ * carry its `origin` and are not signalled back to it.
  */
-import { MongoClient } from 'mongodb';
-import type { ClientSession, Db, Document, TransactionOptions } from 'mongodb';
+import { hostname } from 'node:os';
+import { MongoClient, ObjectId } from 'mongodb';
+import type { ClientSession, Db, Document, Filter, TransactionOptions } from 'mongodb';
 import type { Clock } from '../../clock.ts';
 import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent } from '../../model.ts';
@@ -50,29 +56,33 @@ import type {
   Settlement,
   SlotLease,
   Store,
+  TriageRequest,
+  UnreviewedDeadLetters,
 } from '../port.ts';
+import type { TriageOutcome } from '../../dead-letters/triage.ts';
 import { ChangeFeed } from './change-feed.ts';
 import type { ChangeFeedRestart, ChangeStreamLike } from './change-feed.ts';
-import { claimDue, claimForEndpoints } from './claims.ts';
+import { claimDue, claimForEndpoints, UnsentClaims } from './claims.ts';
 import type { StoreDb } from './collections.ts';
-import { getDeadLetter, listDeadLetters, replayDeadLetters } from './dead-letters.ts';
+import { getDeadLetter, listDeadLetters, replayDeadLetters, triageDeadLetters, unreviewedDeadLetters } from './dead-letters.ts';
 import { countDeliveries, getDelivery, listAttempts, listDeliveries, nextDueAt } from './delivery-log.ts';
 import type { EmbeddedServer, StartEmbeddedServer } from './embedded-server.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, resumeDeliveries, tenantExists, updateEndpoint } from './endpoints.ts';
 import { appendEvents, countUnfannedEvents, fanOutBatch, getEvent, recordFanOuts, unfannedEvents } from './fan-out.ts';
 import { acquireLeases, heartbeat, listLeases, listNodes, releaseLeases, removeNode } from './leases.ts';
-import { isDuplicateKeyError, messageOf, serverErrorCode } from './mongo-errors.ts';
+import { isDuplicateKeyError, isIncompatibleServerError, messageOf, serverErrorCode } from './mongo-errors.ts';
 import { parseMongoUri, redactMongoUri } from './mongo-uri.ts';
 import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './queries.ts';
 import { ResumeTokenKeeper } from './resume-tokens.ts';
 import { purge } from './retention.ts';
-import { checkServerSupport } from './server-check.ts';
+import { checkServerSupport, tooOldProblem } from './server-check.ts';
 import type { ServerSupport } from './server-check.ts';
 import { Collections, ensureSchema, MetaKeys } from './schema.ts';
 import type { AttemptDoc, DeadLetterDoc, DeliveryDoc, EndpointDoc, EventDoc, LeaseDoc, MetaDoc, NodeDoc } from './schema.ts';
 import { settle } from './settle.ts';
 
-const DAY = 24 * 60 * 60 * 1_000;
+const MINUTE = 60 * 1_000;
+const DAY = 24 * 60 * MINUTE;
 
 export interface MongoStoreOptions {
   /** `mongodb://…` or `mongodb+srv://…`; required unless `embedded` is given. */
@@ -92,9 +102,11 @@ export interface MongoStoreOptions {
    */
   readonly retentionMs?: number | null;
   /**
-   * The change feed's name, under which its resume token is kept in `meta`.
-   * Processes that want separate resume positions use separate keys.
-   * @default 'default'
+   * The change feed's name, under which its resume token is kept in `meta`
+   * (`resume_token:<key>`): each node its own, so nodes do not write one
+   * document in turn nor resume from each other's position. Processes that
+   * share a host give each its own key; a key not saved for a week is deleted.
+   * @default the host name (`os.hostname()`)
    */
   readonly changeFeedKey?: string;
   /**
@@ -103,10 +115,17 @@ export interface MongoStoreOptions {
    */
   readonly maxAwaitTimeMs?: number;
   /**
-   * At most one resume-token write per this period.
+   * At most one resume-token write per this period after a change was signalled.
    * @default 1000
    */
   readonly resumeTokenSaveIntervalMs?: number;
+  /**
+   * At most one resume-token write per this period while nothing is signalled: the write is itself
+   * a change the stream sees, so saving an idle token as often as a busy one writes once a second
+   * forever. Keep it well inside the oplog's window.
+   * @default 600000 (10 minutes)
+   */
+  readonly resumeTokenIdleSaveIntervalMs?: number;
   /**
    * Wait before the second consecutive change-feed restart, doubling up to `maxRestartDelayMs`.
    * @default 1000
@@ -128,9 +147,10 @@ export interface MongoStoreOptions {
 
 const DEFAULTS = Object.freeze({
   retentionMs: 30 * DAY,
-  changeFeedKey: 'default',
+  changeFeedKey: hostname() || 'default',
   maxAwaitTimeMs: 1_000,
   resumeTokenSaveIntervalMs: 1_000,
+  resumeTokenIdleSaveIntervalMs: 10 * MINUTE,
   restartDelayMs: 1_000,
   maxRestartDelayMs: 30_000,
   serverSelectionTimeoutMs: 10_000,
@@ -138,6 +158,8 @@ const DEFAULTS = Object.freeze({
 } satisfies Required<Omit<MongoStoreOptions, 'uri' | 'embedded' | 'dbName' | 'clock'>>);
 
 const MAX_SLOT_COUNT = 65_536;
+/** Resume-token documents of other keys not saved for this long are deleted (their feeds are gone). */
+const STALE_RESUME_TOKEN_MS = 7 * DAY;
 
 const TRANSACTION: TransactionOptions = Object.freeze({
   readConcern: { level: 'snapshot' as const },
@@ -167,6 +189,7 @@ export class MongoStore implements Store {
   readonly #changeFeedKey: string;
   readonly #maxAwaitTimeMs: number;
   readonly #resumeTokenSaveIntervalMs: number;
+  readonly #resumeTokenIdleSaveIntervalMs: number;
   readonly #restartDelayMs: number;
   readonly #maxRestartDelayMs: number;
   readonly #serverSelectionTimeoutMs: number;
@@ -178,6 +201,10 @@ export class MongoStore implements Store {
   #opening: Promise<OpenState> | undefined;
   #server: EmbeddedServer | undefined;
   #closed = false;
+  /** Marks what this store inserts (events, deliveries), so its own change feed skips it. */
+  readonly #origin = new ObjectId().toHexString();
+  /** Claims that failed after their bulk write, given back before the next claim (`claims.ts`). */
+  readonly #unsentClaims = new UnsentClaims();
 
   readonly #listeners = new Set<() => void>();
   #feed: ChangeFeed | undefined;
@@ -228,6 +255,12 @@ export class MongoStore implements Store {
     this.#changeFeedKey = key;
     this.#maxAwaitTimeMs = positive('maxAwaitTimeMs', options.maxAwaitTimeMs, DEFAULTS.maxAwaitTimeMs);
     this.#resumeTokenSaveIntervalMs = positive('resumeTokenSaveIntervalMs', options.resumeTokenSaveIntervalMs, DEFAULTS.resumeTokenSaveIntervalMs, 0);
+    this.#resumeTokenIdleSaveIntervalMs = positive(
+      'resumeTokenIdleSaveIntervalMs',
+      options.resumeTokenIdleSaveIntervalMs,
+      DEFAULTS.resumeTokenIdleSaveIntervalMs,
+      0,
+    );
     this.#restartDelayMs = positive('restartDelayMs', options.restartDelayMs, DEFAULTS.restartDelayMs, 0);
     this.#maxRestartDelayMs = positive('maxRestartDelayMs', options.maxRestartDelayMs, DEFAULTS.maxRestartDelayMs, 0);
     this.#serverSelectionTimeoutMs = positive('serverSelectionTimeoutMs', options.serverSelectionTimeoutMs, DEFAULTS.serverSelectionTimeoutMs);
@@ -299,6 +332,8 @@ export class MongoStore implements Store {
     await this.#feedStopping;
     const state = this.#state ?? (await this.#opening?.catch(() => undefined));
     this.#state = undefined;
+    // Claims that failed half way: the last chance to give them back before the slots change hands.
+    if (state !== undefined) await this.#unsentClaims.retry(state, this.#clock.now());
     const server = this.#server;
     this.#server = undefined;
     try {
@@ -323,8 +358,16 @@ export class MongoStore implements Store {
           remove: async (id) => {
             await state.meta.deleteOne({ _id: id });
           },
+          prune: async (savedBefore, keep) => {
+            await state.meta.deleteMany(staleResumeTokensFilter(savedBefore, keep));
+          },
         },
-        { key: this.#changeFeedKey, saveIntervalMs: this.#resumeTokenSaveIntervalMs },
+        {
+          key: this.#changeFeedKey,
+          saveIntervalMs: this.#resumeTokenSaveIntervalMs,
+          idleSaveIntervalMs: this.#resumeTokenIdleSaveIntervalMs,
+          staleAfterMs: STALE_RESUME_TOKEN_MS,
+        },
       );
       const feed = new ChangeFeed(
         {
@@ -335,6 +378,7 @@ export class MongoStore implements Store {
             }),
           tokens,
           clock: this.#clock,
+          origin: this.#origin,
           onChange: () => {
             for (const l of [...this.#listeners]) l();
           },
@@ -466,7 +510,7 @@ export class MongoStore implements Store {
     const limit = Math.floor(request.limit);
     const perEndpoint = Math.floor(request.perEndpointLimit);
     if (limit <= 0 || perEndpoint <= 0) return [];
-    return this.#run('claimDue', (state) => claimDue(state, request, limit, perEndpoint));
+    return this.#run('claimDue', (state) => claimDue(state, request, limit, perEndpoint, this.#unsentClaims));
   }
 
   async claimForEndpoints(request: EndpointClaimRequest): Promise<DeliveryJob[]> {
@@ -474,7 +518,7 @@ export class MongoStore implements Store {
     const wanted = request.endpoints.filter((want) => want.limit >= 1);
     if (wanted.length === 0) return [];
     const slotCount = this.#slotCount;
-    return this.#run('claimForEndpoints', (state) => claimForEndpoints(state, owner, now, wanted, slotCount));
+    return this.#run('claimForEndpoints', (state) => claimForEndpoints(state, owner, now, wanted, slotCount, this.#unsentClaims));
   }
 
   /** One transaction for the whole batch (fencing and attempt numbers: see `settle.ts`). */
@@ -527,6 +571,14 @@ export class MongoStore implements Store {
     return this.#run('replayDeadLetters', (state) => replayDeadLetters(state, selection, now));
   }
 
+  async triageDeadLetters(request: TriageRequest, now: number): Promise<TriageOutcome> {
+    return this.#run('triageDeadLetters', (state) => triageDeadLetters(state, request, now));
+  }
+
+  async unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {
+    return this.#run('unreviewedDeadLetters', (state) => unreviewedDeadLetters(state, cap));
+  }
+
   // Retention
 
   /** What goes and when: see `retention.ts` (the TTL indexes delete old attempts and dead letters too). */
@@ -566,7 +618,7 @@ export class MongoStore implements Store {
       await client.connect();
       const admin = client.db('admin');
       const hello = await admin.command({ hello: 1 }).catch(async (error: unknown) => {
-        // Servers before 4.4.2 (and 4.2.10, 4.0.21) know only the legacy name.
+        // MongoDB 4.4.0 and 4.4.1, still supported, know only the legacy name (`hello` came in 4.4.2).
         if (serverErrorCode(error) === COMMAND_NOT_FOUND) return admin.command({ isMaster: 1 });
         throw error;
       });
@@ -575,7 +627,7 @@ export class MongoStore implements Store {
       if (!check.ok) throw new StoreError(`mongodb: ${redactMongoUri(uri)}: ${check.problem}`);
       const db = client.db(this.#dbName ?? info.dbName);
       await ensureSchema(db, { retentionMs: this.#retentionMs });
-      return openState(client, db, check.support);
+      return openState(client, db, check.support, this.#origin);
     } catch (error) {
       await client?.close().catch(() => undefined);
       const server = this.#server;
@@ -583,6 +635,10 @@ export class MongoStore implements Store {
       await server?.stop().catch(() => undefined);
       if (error instanceof HeraldError) throw error;
       const where = uri === undefined ? 'the embedded server' : redactMongoUri(uri);
+      if (isIncompatibleServerError(error)) {
+        // The driver refuses a server older than 4.4 in its handshake, before Herald can ask it anything.
+        throw new StoreError(`mongodb: ${where}: ${tooOldProblem()} (${redactMongoUri(messageOf(error))})`, { cause: error });
+      }
       throw new StoreError(`mongodb: cannot open ${where}: ${redactMongoUri(messageOf(error))}`, { cause: error });
     }
   }
@@ -607,11 +663,12 @@ export class MongoStore implements Store {
 }
 
 /** The collections' handles, and transactions run by {@link runTransaction}. */
-function openState(client: MongoClient, db: Db, support: ServerSupport): OpenState {
+function openState(client: MongoClient, db: Db, support: ServerSupport, origin: string): OpenState {
   return {
     client,
     db,
     support,
+    origin,
     meta: db.collection<MetaDoc>(Collections.META),
     endpoints: db.collection<EndpointDoc>(Collections.ENDPOINTS),
     events: db.collection<EventDoc>(Collections.EVENTS),
@@ -632,6 +689,11 @@ async function runTransaction<T>(client: MongoClient, fn: (session: ClientSessio
   } finally {
     await session.endSession();
   }
+}
+
+/** The resume-token documents of other feeds not saved since `savedBefore`. */
+export function staleResumeTokensFilter(savedBefore: number, keep: string): Filter<MetaDoc> {
+  return { _id: { $regex: `^${MetaKeys.RESUME_TOKEN_PREFIX}`, $ne: keep }, savedAt: { $lt: savedBefore } };
 }
 
 /** "CommandNotFound". */

@@ -9,9 +9,10 @@
  * transaction, the update itself conditional on the first half
  * ({@link settleFilter}).
  */
-import type { Filter, ObjectId, UpdateFilter } from 'mongodb';
-import type { DeliveryStatus } from '../../model.ts';
-import type { ClaimRequest, DeadLetterFilter, DeliveryFilter, EndpointPatch, Settlement } from '../port.ts';
+import type { Document, Filter, ObjectId, UpdateFilter } from 'mongodb';
+import { listedStates, OPEN_TRIAGE_STATES, replayableStates, TRIAGE_STATES } from '../../dead-letters/triage.ts';
+import type { DeliveryStatus, TriageState } from '../../model.ts';
+import type { ClaimRequest, DeadLetterFilter, DeliveryFilter, EndpointPatch, Settlement, TriageRequest } from '../port.ts';
 import type { DeadLetterDoc, DeliveryDoc, EndpointDoc, LeaseDoc } from './schema.ts';
 
 /** Listing limits: the port's default, and a cap so one request cannot read the whole collection. */
@@ -78,13 +79,7 @@ export const RELEASE_LEASES_UPDATE: UpdateFilter<LeaseDoc> = Object.freeze({ $se
  */
 export function claimableFilter(owned: readonly OwnedSlot[], request: ClaimRequest): Filter<DeliveryDoc> {
   const slots = owned.map((o) => o.slot);
-  const byEpoch = new Map<number, number[]>();
-  for (const { slot, epoch } of owned) byEpoch.set(epoch, [...(byEpoch.get(epoch) ?? []), slot]);
-  const orphans: Filter<DeliveryDoc>[] = [...byEpoch].map(([epoch, inSlots]) => ({
-    status: 'in_flight',
-    slot: { $in: inSlots },
-    leaseEpoch: { $lt: epoch },
-  }));
+  const orphans = orphanBranches(owned);
   const endpoint: Filter<DeliveryDoc> =
     request.endpointId !== undefined
       ? { endpointId: request.skipEndpointIds.includes(request.endpointId) ? { $in: [] } : request.endpointId }
@@ -121,6 +116,95 @@ export function claimOneFilter(candidate: ClaimCandidate, owned: OwnedSlot, now:
 
 export function claimUpdate(epoch: number, now: number, claimId: ObjectId): UpdateFilter<DeliveryDoc> {
   return { $set: { status: 'in_flight', leaseEpoch: epoch, updatedAt: now, claimId } };
+}
+
+/**
+ * `claimDue` reads every due candidate at once while at most this many deliveries are pending and
+ * due (counted with {@link dueCountFilter}), else it walks the busy endpoints of each owned slot
+ * ({@link busyEndpointsPipeline}): as the SQLite and PostgreSQL stores do, so a claim's cost never
+ * follows the whole backlog.
+ */
+export const CLAIM_SCAN_MAX = 1_000;
+
+/** Pending due deliveries, all slots (index `deliveries_next`), counted up to CLAIM_SCAN_MAX + 1. */
+export function dueCountFilter(now: number): Filter<DeliveryDoc> {
+  return { status: 'pending', nextAttemptAt: { $lte: now } };
+}
+
+/** What a candidate query reads: every field is in `deliveries_claim_walk`, so no document is fetched. */
+export const CANDIDATE_PROJECTION = Object.freeze({ _id: 1, endpointId: 1, slot: 1, nextAttemptAt: 1 } as const);
+
+/**
+ * Earliest due first, ties by id: the order of `deliveries_claim_walk` ({status, slot, endpointId,
+ * nextAttemptAt, _id}) under an equality on its first three fields, so an endpoint's first few due
+ * deliveries are read in index order and the limit stops the scan.
+ */
+export const DUE_ORDER = Object.freeze({ nextAttemptAt: 1, _id: 1 } as const);
+
+/** Whether the request lets a claim take this endpoint's deliveries (its skip list, its chosen endpoint). */
+export function endpointChosen(request: Pick<ClaimRequest, 'skipEndpointIds' | 'endpointId'>, endpointId: string): boolean {
+  if (request.skipEndpointIds.includes(endpointId)) return false;
+  return request.endpointId === undefined || request.endpointId === endpointId;
+}
+
+/**
+ * Step 1 of a claim by endpoint, once per owned slot: each endpoint with pending deliveries in the
+ * slot and its earliest `nextAttemptAt` (due when it is at or before now). Equality on `status` and
+ * `slot`, then `$sort` on `deliveries_claim_walk`'s key and `$group` by `endpointId` with `$first`
+ * only: the shape the server runs as a DISTINCT_SCAN, one index seek per busy endpoint.
+ */
+export function busyEndpointsPipeline(slot: number): Document[] {
+  return [
+    { $match: { status: 'pending', slot } },
+    { $sort: { status: 1, slot: 1, endpointId: 1, nextAttemptAt: 1 } },
+    { $group: { _id: '$endpointId', first: { $first: '$nextAttemptAt' } } },
+  ];
+}
+
+/** In flight under an epoch older than their slot's, in the owned slots (index `deliveries_in_flight`). */
+export function orphansFilter(owned: readonly OwnedSlot[]): Filter<DeliveryDoc> {
+  const branches = orphanBranches(owned);
+  return branches.length === 1 ? branches[0]! : { $or: branches };
+}
+
+/** One branch per epoch among the owned slots: slots sharing an epoch share one `$in`. */
+function orphanBranches(owned: readonly OwnedSlot[]): Filter<DeliveryDoc>[] {
+  const byEpoch = new Map<number, number[]>();
+  for (const { slot, epoch } of owned) byEpoch.set(epoch, [...(byEpoch.get(epoch) ?? []), slot]);
+  return [...byEpoch].map(([epoch, inSlots]) => ({ status: 'in_flight', slot: { $in: inSlots }, leaseEpoch: { $lt: epoch } }));
+}
+
+/** What one claim won and still holds: in flight under its id (one cancelled in between is not sent). */
+export function claimedFilter(claimId: ObjectId): Filter<DeliveryDoc> {
+  return { claimId, status: 'in_flight' };
+}
+
+/** The deliveries of a claim that are given back (all of it, or those in `slots`), if still in flight under it. */
+export function giveBackFilter(claimId: ObjectId, slots?: readonly number[]): Filter<DeliveryDoc> {
+  return { claimId, status: 'in_flight', ...(slots === undefined ? {} : { slot: { $in: [...slots] } }) };
+}
+
+/** Back to pending, due as before; the claim's id goes (the sparse index holds only live claims). */
+export function giveBackUpdate(now: number): UpdateFilter<DeliveryDoc> {
+  return { $set: { status: 'pending', updatedAt: now }, $unset: { claimId: '' } };
+}
+
+/**
+ * The slots a claim used whose lease moved on after it was read: another owner, released, or
+ * retaken at another epoch. What the claim took there goes back ({@link giveBackFilter}).
+ */
+export function movedSlots(
+  owned: readonly OwnedSlot[],
+  current: readonly Pick<LeaseDoc, '_id' | 'owner' | 'epoch'>[],
+  owner: string,
+): number[] {
+  const bySlot = new Map(current.map((lease) => [lease._id, lease]));
+  return owned
+    .filter(({ slot, epoch }) => {
+      const lease = bySlot.get(slot);
+      return lease === undefined || lease.owner !== owner || lease.epoch !== epoch;
+    })
+    .map(({ slot }) => slot);
 }
 
 /**
@@ -187,21 +271,25 @@ export function isCurrentClaim(
 
 /** The delivery's new state for each kind of settlement. An attempt is counted except on release. */
 export function settleUpdate(settlement: Settlement, now: number): UpdateFilter<DeliveryDoc> {
+  // The claim's id goes with the claim: the sparse index `deliveries_claim` holds only deliveries in flight.
+  const unset = { claimId: '' } as const;
   switch (settlement.kind) {
     case 'delivered':
       return {
         $set: { status: 'delivered', lastError: settlement.attempt.error, deliveredAt: now, updatedAt: now },
         $inc: { attempts: 1 },
+        $unset: unset,
       };
     case 'retry':
       return {
         $set: { status: 'pending', nextAttemptAt: settlement.nextAttemptAt, lastError: settlement.attempt.error, updatedAt: now },
         $inc: { attempts: 1 },
+        $unset: unset,
       };
     case 'dead':
-      return { $set: { status: 'dead', lastError: settlement.attempt.error, updatedAt: now }, $inc: { attempts: 1 } };
+      return { $set: { status: 'dead', lastError: settlement.attempt.error, updatedAt: now }, $inc: { attempts: 1 }, $unset: unset };
     case 'release':
-      return { $set: { status: 'pending', nextAttemptAt: settlement.nextAttemptAt, updatedAt: now } };
+      return { $set: { status: 'pending', nextAttemptAt: settlement.nextAttemptAt, updatedAt: now }, $unset: unset };
   }
 }
 
@@ -233,6 +321,9 @@ export function endpointPatchUpdate(patch: EndpointPatch, now: number): UpdateFi
   if (patch.timeoutMs !== undefined) set.timeoutMs = patch.timeoutMs;
   if (patch.mode !== undefined) set.mode = patch.mode;
   if (patch.concurrency !== undefined) set.concurrency = patch.concurrency;
+  if (patch.rateLimit !== undefined) {
+    set.rateLimit = patch.rateLimit === null ? null : { perSecond: patch.rateLimit.perSecond, burst: patch.rateLimit.burst };
+  }
   if (patch.status !== undefined) set.status = patch.status;
   if (patch.disabledReason !== undefined) set.disabledReason = patch.disabledReason;
   if (patch.failingSince !== undefined) set.failingSince = patch.failingSince;
@@ -247,8 +338,13 @@ export function cancelDeliveriesFilter(endpointId: string): Filter<DeliveryDoc> 
   return { endpointId, status: { $in: ['pending', 'in_flight'] } };
 }
 
+/** One chunk of a deleted endpoint's cancellation: these ids, if still unfinished. */
+export function cancelChunkFilter(ids: readonly string[]): Filter<DeliveryDoc> {
+  return { _id: { $in: [...ids] }, status: { $in: ['pending', 'in_flight'] } };
+}
+
 export function cancelDeliveriesUpdate(now: number): UpdateFilter<DeliveryDoc> {
-  return { $set: { status: 'cancelled', updatedAt: now } };
+  return { $set: { status: 'cancelled', updatedAt: now }, $unset: { claimId: '' } };
 }
 
 /** On re-enable: pending deliveries waiting for later become due now (earlier ones are left alone). */
@@ -284,27 +380,69 @@ export function deliveryListFilter(filter: DeliveryFilter): Filter<DeliveryDoc> 
 /** Newest first, ties by id descending. */
 export const DELIVERY_LIST_SORT = Object.freeze({ createdAt: -1, _id: -1 } as const);
 
-/** `listDeadLetters` and replay by filter: unreplayed ones unless asked. */
-export function deadLetterListFilter(filter: DeadLetterFilter): Filter<DeadLetterDoc> {
+/** `listDeadLetters`: the triage states of `listedStates` (open ones unless asked). */
+export function deadLetterListFilter(filter: DeadLetterFilter, states: readonly TriageState[] = listedStates(filter)): Filter<DeadLetterDoc> {
   const query: Filter<DeadLetterDoc> = {};
   if (filter.endpointId !== undefined) query.endpointId = filter.endpointId;
   if (filter.tenantId !== undefined) query.tenantId = filter.tenantId;
   const createdAt = rangeOf(filter.since, filter.until);
   if (createdAt !== undefined) query.createdAt = createdAt;
-  if (filter.includeReplayed !== true) query.replayedAt = null;
+  if (states.length === 1) query['triage.state'] = states[0];
+  else if (states.length < TRIAGE_STATES.length) query['triage.state'] = { $in: [...states] };
   return query;
 }
+
+/** Replay by filter: the open dead letters that match (`replayableStates`), or `undefined` when none can. */
+export function deadLetterReplayFilter(filter: DeadLetterFilter): Filter<DeadLetterDoc> | undefined {
+  const states = replayableStates(filter);
+  return states.length === 0 ? undefined : deadLetterListFilter(filter, states);
+}
+
+/** A replay marks its dead letter replayed; the triage's note and who stay. */
+export function markReplayedUpdate(now: number): UpdateFilter<DeadLetterDoc> {
+  return { $set: { replayedAt: now, 'triage.state': 'replayed', 'triage.at': now } };
+}
+
+/** An operator's decision: only dead letters still open take it (checked again in the write). */
+export function triageFilter(ids: readonly string[]): Filter<DeadLetterDoc> {
+  return { _id: { $in: [...new Set(ids)] }, 'triage.state': { $in: [...OPEN_TRIAGE_STATES] } };
+}
+
+export function triageUpdate(request: TriageRequest, now: number): UpdateFilter<DeadLetterDoc> {
+  return { $set: { triage: { state: request.state, note: request.note, by: request.by, at: now } } };
+}
+
+/** Dead letters nobody has reviewed (served by the index `dead_letters_triage`). */
+export const UNREVIEWED_FILTER: Filter<DeadLetterDoc> = Object.freeze({ 'triage.state': 'new' as const });
 
 /** Newest first, ties by insertion order. */
 export const DEAD_LETTER_LIST_SORT = Object.freeze({ createdAt: -1, ord: -1 } as const);
 
-/** Keyset pagination for replay by filter: after `(createdAt, id)` in ascending order. */
-export function afterKeyFilter(after: { readonly createdAt: number; readonly id: string } | undefined): Filter<DeadLetterDoc> {
+/**
+ * Replay by filter walks oldest first: the listing's order reversed, so the listing's indexes
+ * (`dead_letters_created`, `_endpoint_log`, `_tenant_log`, `_triage`) serve it, scanned backwards.
+ */
+export const DEAD_LETTER_REPLAY_SORT = Object.freeze({ createdAt: 1, ord: 1 } as const);
+
+/** Keyset pagination for replay by filter: after `(createdAt, ord)` in {@link DEAD_LETTER_REPLAY_SORT}'s order. */
+export function afterKeyFilter(after: { readonly createdAt: number; readonly ord: ObjectId } | undefined): Filter<DeadLetterDoc> {
   if (after === undefined) return {};
-  return { $or: [{ createdAt: { $gt: after.createdAt } }, { createdAt: after.createdAt, _id: { $gt: after.id } }] };
+  return { $or: [{ createdAt: { $gt: after.createdAt } }, { createdAt: after.createdAt, ord: { $gt: after.ord } }] };
 }
 
 // Replay
+
+/**
+ * A replay writes to the endpoints of its deliveries inside its transaction, so that it conflicts
+ * with a concurrent delete of one of them: either the replay commits first (and the delete's
+ * cancellation, which starts after it, cancels the replayed delivery) or it retries and finds the
+ * endpoint gone. A write that changes nothing would not conflict, hence a counter.
+ */
+export function replayFenceFilter(endpointIds: readonly string[]): Filter<EndpointDoc> {
+  return { _id: { $in: [...endpointIds] } };
+}
+
+export const REPLAY_FENCE_UPDATE: UpdateFilter<EndpointDoc> = Object.freeze({ $inc: { replayFence: 1 } });
 
 /** A dead delivery goes back to pending, due now, in a new round. */
 export function replayDeliveryFilter(deliveryId: string): Filter<DeliveryDoc> {
@@ -333,6 +471,18 @@ export function unfinishedDeliveriesFilter(eventIds: readonly string[], before: 
 
 // Helpers
 
+/**
+ * A document as `update` leaves it, for the flat `$set`, `$inc` and `$unset` updates the store
+ * builds: a settle works out in memory what its one bulk write will make of each delivery it read.
+ */
+export function applyUpdate<T extends object>(doc: T, update: UpdateFilter<T>): T {
+  const next = { ...doc } as Record<string, unknown>;
+  for (const [field, value] of Object.entries((update.$set ?? {}) as Record<string, unknown>)) next[field] = value;
+  for (const [field, by] of Object.entries((update.$inc ?? {}) as Record<string, number>)) next[field] = ((next[field] as number | undefined) ?? 0) + by;
+  for (const field of Object.keys((update.$unset ?? {}) as Record<string, unknown>)) delete next[field];
+  return next as T;
+}
+
 export function clampLimit(limit: number, max: number): number {
   if (!Number.isFinite(limit)) return max;
   return Math.min(Math.max(0, Math.floor(limit)), max);
@@ -341,6 +491,11 @@ export function clampLimit(limit: number, max: number): number {
 /** Binary order of ids, as MongoDB's simple collation compares them (ids are ASCII). */
 export function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** One status's deliveries, counted on an index that leads with `status` (`deliveries_next`). */
+export function statusCountFilter(status: DeliveryStatus): Filter<DeliveryDoc> {
+  return { status };
 }
 
 /** A zero for every status, then the counts found. */

@@ -6,16 +6,20 @@
  * BSON date, so attempts and dead letters also carry `at` (a `Date` of
  * `startedAt` / `createdAt`).
  *
- * {@link ensureSchema} creates the collections explicitly (MongoDB before 4.4
- * cannot create one inside a transaction, and producers insert events inside
- * theirs) and the indexes; any process may call it at any time.
+ * {@link ensureSchema} creates the collections and their indexes up front:
+ * producers insert events inside their own transactions, which cannot create
+ * a collection when they write across shards, and would otherwise write into
+ * one with no indexes yet. Any process may call it at any time.
  */
 import type { Db, IndexDescription, ObjectId } from 'mongodb';
-import type { Outcome, RetrySpec, SigningSecret } from '../../model.ts';
+import type { Outcome, RetrySpec, SigningSecret, TriageState } from '../../model.ts';
 import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
 
-/** Bumped when a migration is needed; stored in `meta` under `schema_version`. */
-export const SCHEMA_VERSION = 1;
+/**
+ * Bumped when a migration is needed; stored in `meta` under `schema_version`. 2: dead letters carry
+ * their `triage` ({@link migrateDeadLetterTriage}).
+ */
+export const SCHEMA_VERSION = 2;
 
 export const Collections = {
   META: 'meta',
@@ -57,12 +61,16 @@ export interface EndpointDoc {
   timeoutMs: number;
   mode: string;
   concurrency: number;
+  /** `null`: no limit; missing in documents written before rate limits existed (read as no limit too). */
+  rateLimit?: { perSecond: number; burst: number } | null;
   status: string;
   disabledReason: string | null;
   failingSince: number | null;
   secrets: SigningSecret[];
   createdAt: number;
   updatedAt: number;
+  /** Bumped by each replay touching the endpoint, so that a concurrent delete conflicts with it (`dead-letters.ts`). */
+  replayFence?: number;
 }
 
 export interface EventDoc {
@@ -77,6 +85,8 @@ export interface EventDoc {
   fannedOutAt: number | null;
   /** Insertion order among events created in the same millisecond (ObjectIds increase within a process). */
   ord: ObjectId;
+  /** The store that inserted it (absent for a producer's publish): its own change feed skips it. */
+  origin?: string;
 }
 
 export interface DeliveryDoc {
@@ -102,6 +112,8 @@ export interface DeliveryDoc {
    * resume), so the change feed can pick them out of all the updates.
    */
   wokeAt?: number;
+  /** The store that inserted it: its own change feed skips it. */
+  origin?: string;
 }
 
 export interface AttemptDoc {
@@ -131,10 +143,19 @@ export interface DeadLetterDoc {
   round: number;
   createdAt: number;
   replayedAt: number | null;
+  /** Where the operators' review stands (`lib/dead-letters/triage.ts`); indexed with `createdAt`. */
+  triage: TriageDoc;
   /** Insertion order among dead letters created in the same millisecond. */
   ord: ObjectId;
   /** `createdAt` as a date, for the TTL index. */
   at: Date;
+}
+
+export interface TriageDoc {
+  state: TriageState;
+  note: string | null;
+  by: string | null;
+  at: number;
 }
 
 /** `owner` is null once released: anyone takes the slot at once, with the next epoch. */
@@ -187,8 +208,15 @@ export function indexSpecs(retentionSeconds: number | null): Readonly<Record<Col
       { key: { claimId: 1 }, name: 'deliveries_claim', sparse: true },
       // The delivery log, newest first, and per endpoint.
       { key: { createdAt: -1, _id: -1 }, name: 'deliveries_created' },
-      { key: { endpointId: 1, createdAt: -1 }, name: 'deliveries_endpoint' },
       { key: { eventId: 1 }, name: 'deliveries_event' },
+      // Claims (claims.ts): a slot's busy endpoints, each with its earliest pending (a DISTINCT_SCAN),
+      // and an endpoint's first due deliveries in (nextAttemptAt, _id) order, covered, stopping at the limit.
+      { key: { status: 1, slot: 1, endpointId: 1, nextAttemptAt: 1, _id: 1 }, name: 'deliveries_claim_walk' },
+      // The delivery log's filters, each in the log's order (newest first, ties by id) so a page stops at its limit.
+      { key: { endpointId: 1, createdAt: -1, _id: -1 }, name: 'deliveries_endpoint_log' },
+      { key: { tenantId: 1, createdAt: -1, _id: -1 }, name: 'deliveries_tenant_log' },
+      { key: { eventType: 1, createdAt: -1, _id: -1 }, name: 'deliveries_type_log' },
+      { key: { status: 1, createdAt: -1, _id: -1 }, name: 'deliveries_status_log' },
     ],
     [Collections.ATTEMPTS]: [
       { key: { deliveryId: 1, round: 1, number: 1 }, name: 'attempts_delivery' },
@@ -197,14 +225,27 @@ export function indexSpecs(retentionSeconds: number | null): Readonly<Record<Col
     ],
     [Collections.DEAD_LETTERS]: [
       { key: { createdAt: -1, ord: -1 }, name: 'dead_letters_created' },
-      { key: { endpointId: 1, createdAt: -1 }, name: 'dead_letters_endpoint' },
       { key: { eventId: 1 }, name: 'dead_letters_event' },
+      // Listing by triage state, newest first; the review check's oldest unreviewed one (state new).
+      { key: { 'triage.state': 1, createdAt: -1, ord: -1 }, name: 'dead_letters_triage' },
+      // Listing (newest first) and replay by filter (oldest first, the same index backwards) by endpoint and by tenant.
+      { key: { endpointId: 1, createdAt: -1, ord: -1 }, name: 'dead_letters_endpoint_log' },
+      { key: { tenantId: 1, createdAt: -1, ord: -1 }, name: 'dead_letters_tenant_log' },
       ...ttl('dead_letters_ttl'),
     ],
     [Collections.LEASES]: [{ key: { owner: 1 }, name: 'leases_owner' }],
     [Collections.NODES]: [{ key: { seenAt: 1 }, name: 'nodes_seen' }],
   };
 }
+
+/**
+ * Indexes earlier versions created that a longer one now serves (a prefix of it), dropped at start:
+ * each costs every write to its collection.
+ */
+export const RETIRED_INDEXES = [
+  { collection: Collections.DELIVERIES, name: 'deliveries_endpoint' },
+  { collection: Collections.DEAD_LETTERS, name: 'dead_letters_endpoint' },
+] as const;
 
 /** `retentionMs` as a TTL in whole seconds (at least 1, at most MongoDB's limit), or null for none. */
 export function retentionSeconds(retentionMs: number | null): number | null {
@@ -252,7 +293,55 @@ export async function ensureSchema(db: Db, options: { readonly retentionMs: numb
       if (indexes.some((index) => index.name === ttl.name)) await db.collection(ttl.collection).dropIndex(ttl.name);
     }
   }
-  await db
-    .collection<MetaDoc>(Collections.META)
-    .updateOne({ _id: MetaKeys.SCHEMA_VERSION }, { $setOnInsert: { value: SCHEMA_VERSION } }, { upsert: true });
+  for (const retired of RETIRED_INDEXES) {
+    const indexes = await db.collection(retired.collection).indexes();
+    if (indexes.some((index) => index.name === retired.name)) {
+      await db
+        .collection(retired.collection)
+        .dropIndex(retired.name)
+        .catch((error: unknown) => {
+          // Another process dropped it in between.
+          if (serverErrorCode(error) !== MongoErrorCode.INDEX_NOT_FOUND) throw error;
+        });
+    }
+  }
+  const meta = db.collection<MetaDoc>(Collections.META);
+  const recorded = (await meta.findOne({ _id: MetaKeys.SCHEMA_VERSION }))?.value ?? 1;
+  if (recorded < 2) await migrateDeadLetterTriage(db);
+  await meta.updateOne({ _id: MetaKeys.SCHEMA_VERSION }, { $max: { value: SCHEMA_VERSION } }, { upsert: true });
+}
+
+/**
+ * Version 2: gives every dead letter written before it a `triage` — `replayed` (since its replay)
+ * when it was, else `new` (since its creation). Idempotent (only documents without one are
+ * touched), so processes starting together may both run it. Plain updates, no update pipeline.
+ */
+export async function migrateDeadLetterTriage(db: Db): Promise<number> {
+  const deadLetters = db.collection<DeadLetterDoc>(Collections.DEAD_LETTERS);
+  const missing = { triage: { $exists: false } } as const;
+  let migrated = 0;
+  for (;;) {
+    const docs = await deadLetters
+      .find(missing, { projection: { _id: 1, createdAt: 1, replayedAt: 1 } })
+      .limit(MIGRATION_BATCH)
+      .toArray();
+    if (docs.length === 0) return migrated;
+    const result = await deadLetters.bulkWrite(
+      docs.map((doc) => ({
+        updateOne: { filter: { _id: doc._id, ...missing }, update: { $set: { triage: legacyTriage(doc) } } },
+      })),
+      { ordered: false },
+    );
+    migrated += result.modifiedCount;
+  }
+}
+
+const MIGRATION_BATCH = 500;
+
+/** The triage of a dead letter written before version 2. */
+export function legacyTriage(doc: Pick<DeadLetterDoc, 'createdAt' | 'replayedAt'>): TriageDoc {
+  const replayedAt = doc.replayedAt ?? null;
+  return replayedAt === null
+    ? { state: 'new', note: null, by: null, at: doc.createdAt }
+    : { state: 'replayed', note: null, by: null, at: replayedAt };
 }

@@ -1,10 +1,12 @@
 /**
  * Dead letters in PostgreSQL: listing them with the attempts of the round
- * that died, and replaying them (their deliveries back to pending, a new
- * round, the same event id).
+ * that died, replaying them (their deliveries back to pending, a new round,
+ * the same event id), their triage (acknowledged, discarded), and the
+ * unreviewed ones the review check watches.
  */
-import type { DeadLetter } from '../../model.ts';
-import type { DeadLetterFilter } from '../port.ts';
+import { listedStates, OPEN_TRIAGE_STATES, replayableStates, TRIAGE_STATES, triageOutcome, type TriageOutcome } from '../../dead-letters/triage.ts';
+import type { DeadLetter, TriageState } from '../../model.ts';
+import type { DeadLetterFilter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
 import { clampLimit, Conditions, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './delivery-log.ts';
 import { deadLetterFromRow, type AttemptRow, type DeadLetterRow } from '../sql-rows.ts';
 import type { Sql } from './sql.ts';
@@ -57,7 +59,7 @@ export class DeadLetterQueries {
          RETURNING c.id
        ),
        marked AS (
-         UPDATE ${this.#s}.dead_letters dl SET replayed_at = $2 FROM revived r WHERE dl.id = r.id
+         UPDATE ${this.#s}.dead_letters dl SET replayed_at = $2, triage_state = 'replayed', triage_at = $2 FROM revived r WHERE dl.id = r.id
          RETURNING dl.id, dl.created_at, dl.seq
        )
        SELECT id, NULL AS notice FROM (SELECT id, created_at, seq FROM marked ORDER BY created_at, seq) replayed
@@ -68,15 +70,47 @@ export class DeadLetterQueries {
     return rows.filter((row) => row.id !== null).map((row) => row.id);
   }
 
-  /** The next page of not yet replayed dead letters matching `filter`, oldest first, after a keyset cursor. */
+  /** The next page of open dead letters matching `filter`, oldest first, after a keyset cursor. */
   async unreplayedPage(sql: Sql, filter: DeadLetterFilter, after: { createdAt: number; seq: number }): Promise<{ id: string; createdAt: number; seq: number }[]> {
-    const where = filterConditions({ ...filter, includeReplayed: false });
+    const states = replayableStates(filter);
+    if (states.length === 0) return [];
+    const where = filterConditions(filter, states);
     where.add('(created_at, seq) > ($?, $?)', after.createdAt, after.seq);
     const rows = await sql.query<{ id: string; created_at: number; seq: number }>(
       `SELECT id, created_at, seq FROM ${this.#s}.dead_letters ${where.clause()} ORDER BY created_at, seq LIMIT ${REPLAY_CHUNK}`,
       where.values,
     );
     return rows.map((row) => ({ id: row.id, createdAt: row.created_at, seq: row.seq }));
+  }
+
+  /**
+   * Sets the triage of the open ones among `request.ids`, in one statement: the rows are locked
+   * first, so the states read are those the update acts on.
+   */
+  async triage(sql: Sql, request: TriageRequest, now: number): Promise<TriageOutcome> {
+    const rows = await sql.query<{ id: string; triage_state: TriageState }>(
+      `WITH locked AS (
+         SELECT id, triage_state FROM ${this.#s}.dead_letters WHERE id = ANY($1::text[]) FOR UPDATE
+       ),
+       updated AS (
+         UPDATE ${this.#s}.dead_letters d SET triage_state = $2, triage_note = $3, triage_by = $4, triage_at = $5
+         FROM locked l WHERE d.id = l.id AND l.triage_state IN (${statesSql(OPEN_TRIAGE_STATES)})
+         RETURNING d.id
+       )
+       SELECT id, triage_state FROM locked`,
+      [[...new Set(request.ids)], request.state, request.note, request.by, now],
+    );
+    return triageOutcome(request.ids, new Map(rows.map((row) => [row.id, row.triage_state])));
+  }
+
+  /** 'new' is written out, not bound, so the planner can use the partial index dead_letters_unreviewed. */
+  async unreviewed(sql: Sql, cap: number): Promise<UnreviewedDeadLetters> {
+    const [row] = await sql.query<{ count: number | string; oldest_at: number | string | null }>(
+      `SELECT (SELECT count(*) FROM (SELECT 1 FROM ${this.#s}.dead_letters WHERE triage_state = 'new' LIMIT $1) c)::int AS count,
+              (SELECT min(created_at) FROM ${this.#s}.dead_letters WHERE triage_state = 'new') AS oldest_at`,
+      [Math.max(0, Math.floor(cap))],
+    );
+    return { count: Number(row?.count ?? 0), oldestAt: row?.oldest_at === null || row?.oldest_at === undefined ? null : Number(row.oldest_at) };
   }
 
   /** The rows as dead letters, with the attempts of each one's round: one query for all of them. */
@@ -99,12 +133,17 @@ export class DeadLetterQueries {
   }
 }
 
-function filterConditions(filter: DeadLetterFilter): Conditions {
+function filterConditions(filter: DeadLetterFilter, states: readonly TriageState[] = listedStates(filter)): Conditions {
   const where = new Conditions();
   where.add('endpoint_id = $?', filter.endpointId);
   where.add('tenant_id = $?', filter.tenantId);
   where.add('created_at >= $?', filter.since);
   where.add('created_at < $?', filter.until);
-  if (filter.includeReplayed !== true) where.always('replayed_at IS NULL');
+  if (states.length < TRIAGE_STATES.length) where.always(`triage_state IN (${statesSql(states)})`);
   return where;
+}
+
+/** States as SQL literals: they are the model's constants, never input. */
+function statesSql(states: readonly TriageState[]): string {
+  return states.map((state) => `'${state}'`).join(', ');
 }

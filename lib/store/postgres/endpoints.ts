@@ -4,6 +4,7 @@
  */
 import { ConflictError } from '../../errors.ts';
 import type { Endpoint } from '../../model.ts';
+import { patchedEndpoint } from '../endpoint-patch.ts';
 import type { EndpointPatch } from '../port.ts';
 import { endpointFromRow, type EndpointRow } from '../sql-rows.ts';
 import { endpointValues } from './rows.ts';
@@ -11,8 +12,8 @@ import { named, sqlState, SqlState, type Sql, type Statement } from './sql.ts';
 import { workNotice } from './work-notice.ts';
 
 const COLUMNS = `id, tenant_id, url, description, event_types, retry, timeout_ms, mode, concurrency, status,
-  disabled_reason, failing_since, secrets, created_at, updated_at`;
-const VALUES = `$1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15`;
+  disabled_reason, failing_since, secrets, created_at, updated_at, rate_limit`;
+const VALUES = `$1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15, $16::jsonb`;
 
 export class EndpointQueries {
   readonly #s: string;
@@ -55,8 +56,7 @@ export class EndpointQueries {
     const [row] = await tx.query<EndpointRow>(`SELECT * FROM ${this.#s}.endpoints WHERE id = $1 FOR UPDATE`, [id]);
     if (row === undefined) return undefined;
     const current = endpointFromRow(row);
-    const changes = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));
-    const next: Endpoint = { ...current, ...changes, id: current.id, tenantId: current.tenantId, updatedAt: now };
+    const next = patchedEndpoint(current, patch, now);
     await tx.query(
       `UPDATE ${this.#s}.endpoints SET (${COLUMNS}) = (${VALUES}) WHERE id = $1`,
       endpointValues(next),

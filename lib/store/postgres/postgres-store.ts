@@ -44,10 +44,13 @@ import type {
   Settlement,
   SlotLease,
   Store,
+  TriageRequest,
+  UnreviewedDeadLetters,
 } from '../port.ts';
-import { redactMongoUri } from '../mongo/mongo-uri.ts';
+import type { TriageOutcome } from '../../dead-letters/triage.ts';
+import { redactUri } from '../store-setting.ts';
 import { ClaimQueries } from './claims.ts';
-import { DeadLetterQueries } from './dead-letters.ts';
+import { DeadLetterQueries, REPLAY_CHUNK } from './dead-letters.ts';
 import { DeliveryLogQueries } from './delivery-log.ts';
 import { EndpointQueries } from './endpoints.ts';
 import { FanOutQueries } from './fan-out.ts';
@@ -383,10 +386,9 @@ export class PostgresStore implements Store {
    */
   async replayDeadLetters(selection: { readonly ids: readonly string[] } | DeadLetterFilter, now: number): Promise<string[]> {
     const replayed: string[] = [];
-    const chunk = 500;
     if ('ids' in selection) {
-      for (let i = 0; i < selection.ids.length; i += chunk) {
-        const ids = selection.ids.slice(i, i + chunk);
+      for (let i = 0; i < selection.ids.length; i += REPLAY_CHUNK) {
+        const ids = selection.ids.slice(i, i + REPLAY_CHUNK);
         replayed.push(...(await this.#run('replayDeadLetters', (sql) => this.#deadLetters.replay(sql, ids, now))));
       }
       return replayed;
@@ -400,9 +402,17 @@ export class PostgresStore implements Store {
         replayed.push(...(await this.#run('replayDeadLetters', (sql) => this.#deadLetters.replay(sql, ids, now))));
       }
       const last = page.at(-1);
-      if (last === undefined || page.length < chunk) return replayed;
+      if (last === undefined || page.length < REPLAY_CHUNK) return replayed;
       after = { createdAt: last.createdAt, seq: last.seq };
     }
+  }
+
+  async triageDeadLetters(request: TriageRequest, now: number): Promise<TriageOutcome> {
+    return this.#run('triageDeadLetters', (sql) => this.#deadLetters.triage(sql, request, now));
+  }
+
+  async unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {
+    return this.#run('unreviewedDeadLetters', (sql) => this.#deadLetters.unreviewed(sql, cap));
   }
 
   // Retention
@@ -441,7 +451,7 @@ export class PostgresStore implements Store {
       await migratePostgresSchema(pool, this.#schema);
     } catch (error) {
       await pool.end().catch(() => undefined);
-      if (error instanceof HeraldError) throw new StoreError(redactMongoUri(error.message), { cause: error });
+      if (error instanceof HeraldError) throw new StoreError(redactUri(error.message), { cause: error });
       throw error;
     }
     return { pool, sql: sqlOn(pool) };
@@ -492,7 +502,7 @@ export class PostgresStore implements Store {
   #storeError(operation: string, error: unknown): HeraldError {
     if (error instanceof HeraldError) return error;
     if (this.#closed) return new ClosedError('PostgresStore');
-    return new StoreError(`postgres: ${operation} failed: ${redactMongoUri(messageOf(error))}`, { cause: error });
+    return new StoreError(`postgres: ${operation} failed: ${redactUri(messageOf(error))}`, { cause: error });
   }
 }
 

@@ -33,5 +33,6 @@ export function endpointValues(endpoint: Endpoint): unknown[] {
     JSON.stringify(endpoint.secrets),
     endpoint.createdAt,
     endpoint.updatedAt,
+    endpoint.rateLimit === undefined ? null : JSON.stringify(endpoint.rateLimit),
   ];
 }

@@ -37,13 +37,14 @@ export function validSchemaName(name: unknown, field = 'schema'): string {
   return name;
 }
 
-interface Migration {
+export interface PostgresMigration {
   readonly version: number;
   readonly what: string;
   sql(schema: string): string;
 }
 
-const MIGRATIONS: readonly Migration[] = [
+/** Every layout, in order: the first creates the tables. */
+export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   {
     version: 1,
     what: 'the outbox, endpoints, deliveries, attempts, dead letters, leases and nodes',
@@ -175,10 +176,33 @@ END $$;
 CREATE TRIGGER events_notify_work AFTER INSERT ON ${s}.events FOR EACH STATEMENT EXECUTE FUNCTION ${s}.notify_work();
 `,
   },
+  {
+    version: 3,
+    what: 'the triage of dead letters (new, acknowledged, replayed, discarded), and an index of the unreviewed ones',
+    // Dead letters already replayed start as `replayed`, the others as `new`; `at` is when that state began.
+    // triage_at stays nullable (read as created_at): an older process still running inserts without it.
+    // Partial: the review check reads only dead letters nobody has looked at, oldest first.
+    sql: (s) => `
+ALTER TABLE ${s}.dead_letters
+  ADD COLUMN triage_state text NOT NULL DEFAULT 'new',
+  ADD COLUMN triage_note  text,
+  ADD COLUMN triage_by    text,
+  ADD COLUMN triage_at    bigint;
+UPDATE ${s}.dead_letters SET triage_state = CASE WHEN replayed_at IS NULL THEN 'new' ELSE 'replayed' END,
+  triage_at = coalesce(replayed_at, created_at);
+CREATE INDEX dead_letters_unreviewed ON ${s}.dead_letters (created_at) WHERE triage_state = 'new';
+`,
+  },
+  {
+    version: 4,
+    what: "an endpoint's rate limit",
+    // {"perSecond", "burst"}; NULL: no limit, as every endpoint had before.
+    sql: (s) => `ALTER TABLE ${s}.endpoints ADD COLUMN rate_limit jsonb;`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */
-export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
+export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS.at(-1)!.version;
 
 export interface MigrationResult {
   /** The version found before (0: the schema was empty or missing). */
@@ -197,8 +221,14 @@ export interface MigrationResult {
  * @throws StoreError when the database holds a newer version than this code knows,
  *   or the server refuses (no right to create the schema, say), with the server's reason.
  */
-export async function migratePostgresSchema(pool: Pool, schema: string = DEFAULT_POSTGRES_SCHEMA): Promise<MigrationResult> {
+export async function migratePostgresSchema(
+  pool: Pool,
+  schema: string = DEFAULT_POSTGRES_SCHEMA,
+  /** The layouts to bring it to (tests stop at an earlier version). */
+  migrations: readonly PostgresMigration[] = POSTGRES_MIGRATIONS,
+): Promise<MigrationResult> {
   const s = validSchemaName(schema);
+  const target = migrations.at(-1)?.version ?? 0;
   let client: PoolClient;
   try {
     client = await pool.connect();
@@ -213,13 +243,13 @@ export async function migratePostgresSchema(pool: Pool, schema: string = DEFAULT
     await client.query(`CREATE TABLE IF NOT EXISTS ${s}.meta (key text PRIMARY KEY, value text NOT NULL)`);
     const found = await client.query<{ value: string }>(`SELECT value FROM ${s}.meta WHERE key = 'schema_version'`);
     const from = found.rows.length === 0 ? 0 : Number(found.rows[0]!.value);
-    if (from > POSTGRES_SCHEMA_VERSION) {
+    if (from > target) {
       throw new StoreError(
-        `postgres: schema '${s}' is at version ${from}, newer than this Herald knows (${POSTGRES_SCHEMA_VERSION}): run a Herald at least as new as the one that migrated it`,
+        `postgres: schema '${s}' is at version ${from}, newer than this Herald knows (${target}): run a Herald at least as new as the one that migrated it`,
       );
     }
     const applied: number[] = [];
-    for (const migration of MIGRATIONS) {
+    for (const migration of migrations) {
       if (migration.version <= from) continue;
       await client.query(migration.sql(s));
       applied.push(migration.version);
@@ -227,10 +257,10 @@ export async function migratePostgresSchema(pool: Pool, schema: string = DEFAULT
     await client.query(
       `INSERT INTO ${s}.meta (key, value) VALUES ('schema_version', $1)
        ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
-      [String(POSTGRES_SCHEMA_VERSION)],
+      [String(target)],
     );
     await client.query('COMMIT');
-    return { from, to: POSTGRES_SCHEMA_VERSION, applied };
+    return { from, to: target, applied };
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     if (error instanceof StoreError) throw error;

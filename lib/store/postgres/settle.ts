@@ -74,9 +74,9 @@ export class SettleQueries {
       ),
       dead AS (
         INSERT INTO ${s}.dead_letters (id, delivery_id, event_id, endpoint_id, tenant_id, event_type, payload, reason,
-          last_outcome, round, created_at, replayed_at)
+          last_outcome, round, created_at, replayed_at, triage_state, triage_at)
         SELECT st.dead_letter_id, st.id, ev.id, st.endpoint_id, st.tenant_id, st.event_type, ev.payload, st.reason,
-          st.outcome::jsonb, st.round, $11, NULL
+          st.outcome::jsonb, st.round, $11, NULL, 'new', $11
         FROM settled st JOIN ${s}.events ev ON ev.id = st.event_id
         WHERE st.kind = 'dead' ORDER BY st.ord
         RETURNING delivery_id

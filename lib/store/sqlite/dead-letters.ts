@@ -1,17 +1,21 @@
 /**
  * Dead letters in SQLite: listing them with the attempts of the round that
- * died, and replaying them (their deliveries back to pending, a new round,
- * the same event id).
+ * died, replaying them (their deliveries back to pending, a new round, the
+ * same event id), their triage (acknowledged, discarded), and the unreviewed
+ * ones the review check watches.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import type { DeadLetter } from '../../model.ts';
-import type { DeadLetterFilter } from '../port.ts';
+import { listedStates, replayableStates, TRIAGE_STATES, triageOutcome, type TriageOutcome } from '../../dead-letters/triage.ts';
+import type { DeadLetter, TriageState } from '../../model.ts';
+import type { DeadLetterFilter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
 import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './delivery-log.ts';
 import { deadLetterFromRow, type AttemptRow, type DeadLetterRow } from '../sql-rows.ts';
 import { whereClause, type DynamicStatements, type Params, type Statement } from './sql.ts';
 
 /** Dead letters per replay transaction, so other processes get the write lock in between. */
 export const REPLAY_CHUNK = 500;
+
+const TRIAGE_STATE_COUNT = TRIAGE_STATES.length;
 
 export class DeadLetterStatements {
   readonly #dynamic: DynamicStatements;
@@ -20,6 +24,10 @@ export class DeadLetterStatements {
   readonly #unreplayedByIds: Statement<DeadLetterRow>;
   readonly #replayDelivery: Statement;
   readonly #markReplayed: Statement;
+  readonly #statesByIds: Statement<{ id: string; triage_state: TriageState }>;
+  readonly #setTriage: Statement;
+  readonly #countUnreviewed: Statement<number>;
+  readonly #oldestUnreviewed: Statement<number | null>;
 
   constructor(db: BetterSqlite3.Database, dynamic: DynamicStatements) {
     this.#dynamic = dynamic;
@@ -31,7 +39,17 @@ export class DeadLetterStatements {
     this.#replayDelivery = db.prepare(`UPDATE deliveries SET status = 'pending', attempts = 0, round = round + 1,
         next_attempt_at = @now, last_error = NULL, delivered_at = NULL, updated_at = @now
       WHERE id = @id AND status = 'dead' AND EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id)`);
-    this.#markReplayed = db.prepare(`UPDATE dead_letters SET replayed_at = @now WHERE id = @id`);
+    this.#markReplayed = db.prepare(`UPDATE dead_letters SET replayed_at = @now, triage_state = 'replayed', triage_at = @now WHERE id = @id`);
+    this.#statesByIds = db.prepare<unknown[], { id: string; triage_state: TriageState }>(
+      `SELECT id, triage_state FROM dead_letters WHERE id IN (SELECT value FROM json_each(?))`,
+    );
+    this.#setTriage = db.prepare(`UPDATE dead_letters SET triage_state = @state, triage_note = @note, triage_by = @by, triage_at = @now
+      WHERE id IN (SELECT value FROM json_each(@ids))`);
+    // 'new' written out, not bound: only then does SQLite use the partial index dead_letters_unreviewed.
+    this.#countUnreviewed = db
+      .prepare<unknown[], number>(`SELECT count(*) FROM (SELECT 1 FROM dead_letters WHERE triage_state = 'new' LIMIT ?)`)
+      .pluck();
+    this.#oldestUnreviewed = db.prepare<unknown[], number | null>(`SELECT min(created_at) FROM dead_letters WHERE triage_state = 'new'`).pluck();
   }
 
   get(id: string): DeadLetter | undefined {
@@ -51,9 +69,9 @@ export class DeadLetterStatements {
     return this.#unreplayedByIds.all(JSON.stringify(ids));
   }
 
-  /** The next `REPLAY_CHUNK` dead letters not yet replayed that match `filter`, oldest first, after a keyset cursor. */
+  /** The next `REPLAY_CHUNK` open dead letters that match `filter`, oldest first, after a keyset cursor. */
   unreplayedPage(filter: DeadLetterFilter, after: { readonly createdAt: number; readonly id: string }): DeadLetterRow[] {
-    const { where, params } = deadLetterWhere({ ...filter, includeReplayed: false });
+    const { where, params } = deadLetterWhere(filter, replayableStates(filter));
     where.push('(created_at, id) > (@afterCreatedAt, @afterId)');
     const sql = `SELECT * FROM dead_letters ${whereClause(where)} ORDER BY created_at, id LIMIT ${REPLAY_CHUNK}`;
     return this.#dynamic.get<DeadLetterRow>(sql).all({ ...params, afterCreatedAt: after.createdAt, afterId: after.id });
@@ -70,6 +88,20 @@ export class DeadLetterStatements {
     return ids;
   }
 
+  /** Sets the triage of the open ones among `request.ids`. Reads, then writes: run it in a transaction. */
+  triage(request: TriageRequest, now: number): TriageOutcome {
+    const found = new Map(this.#statesByIds.all(JSON.stringify(request.ids)).map((row) => [row.id, row.triage_state]));
+    const outcome = triageOutcome(request.ids, found);
+    if (outcome.applied.length > 0) {
+      this.#setTriage.run({ ids: JSON.stringify(outcome.applied), state: request.state, note: request.note, by: request.by, now });
+    }
+    return outcome;
+  }
+
+  unreviewed(cap: number): UnreviewedDeadLetters {
+    return { count: this.#countUnreviewed.get(Math.max(0, Math.floor(cap))) ?? 0, oldestAt: this.#oldestUnreviewed.get() ?? null };
+  }
+
   /** The row as a dead letter, with the attempts of the round that died. */
   #fromRow(row: DeadLetterRow): DeadLetter {
     return deadLetterFromRow(row, this.#roundAttempts.all(row.delivery_id, row.round));
@@ -77,7 +109,7 @@ export class DeadLetterStatements {
 
 }
 
-function deadLetterWhere(filter: DeadLetterFilter): { where: string[]; params: Params } {
+function deadLetterWhere(filter: DeadLetterFilter, states: readonly TriageState[] = listedStates(filter)): { where: string[]; params: Params } {
   const where: string[] = [];
   const params: Params = {};
   if (filter.endpointId !== undefined) {
@@ -96,6 +128,7 @@ function deadLetterWhere(filter: DeadLetterFilter): { where: string[]; params: P
     where.push('created_at < @until');
     params['until'] = filter.until;
   }
-  if (filter.includeReplayed !== true) where.push('replayed_at IS NULL');
+  // The states are constants of the model, safe to write out (and one statement per set of them).
+  if (states.length < TRIAGE_STATE_COUNT) where.push(`triage_state IN (${states.map((state) => `'${state}'`).join(', ')})`);
   return { where, params };
 }

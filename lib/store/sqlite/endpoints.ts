@@ -5,6 +5,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { ConflictError } from '../../errors.ts';
 import type { Endpoint } from '../../model.ts';
+import { patchedEndpoint } from '../endpoint-patch.ts';
 import type { EndpointPatch } from '../port.ts';
 import { endpointFromRow, type EndpointRow } from '../sql-rows.ts';
 import { endpointToRow } from './rows.ts';
@@ -23,11 +24,11 @@ export class EndpointStatements {
 
   constructor(db: BetterSqlite3.Database) {
     this.#insert = db.prepare(`INSERT INTO endpoints (id, tenant_id, url, description, event_types, retry, timeout_ms, mode,
-        concurrency, status, disabled_reason, failing_since, secrets, created_at, updated_at)
+        concurrency, rate_limit, status, disabled_reason, failing_since, secrets, created_at, updated_at)
       VALUES (@id, @tenant_id, @url, @description, @event_types, @retry, @timeout_ms, @mode,
-        @concurrency, @status, @disabled_reason, @failing_since, @secrets, @created_at, @updated_at)`);
+        @concurrency, @rate_limit, @status, @disabled_reason, @failing_since, @secrets, @created_at, @updated_at)`);
     this.#replace = db.prepare(`UPDATE endpoints SET url = @url, description = @description, event_types = @event_types,
-        retry = @retry, timeout_ms = @timeout_ms, mode = @mode, concurrency = @concurrency, status = @status,
+        retry = @retry, timeout_ms = @timeout_ms, mode = @mode, concurrency = @concurrency, rate_limit = @rate_limit, status = @status,
         disabled_reason = @disabled_reason, failing_since = @failing_since, secrets = @secrets, updated_at = @updated_at
       WHERE id = @id`);
     this.#get = db.prepare<unknown[], EndpointRow>(`SELECT * FROM endpoints WHERE id = ?`);
@@ -66,8 +67,7 @@ export class EndpointStatements {
   update(id: string, patch: EndpointPatch, now: number): Endpoint | undefined {
     const current = this.get(id);
     if (current === undefined) return undefined;
-    const changes = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));
-    const next: Endpoint = { ...current, ...changes, id: current.id, tenantId: current.tenantId, updatedAt: now };
+    const next = patchedEndpoint(current, patch, now);
     this.#replace.run(endpointToRow(next));
     return next;
   }

@@ -22,6 +22,7 @@ export function endpointToRow(endpoint: Endpoint): EndpointRow {
     timeout_ms: endpoint.timeoutMs,
     mode: endpoint.mode,
     concurrency: endpoint.concurrency,
+    rate_limit: endpoint.rateLimit === undefined ? null : JSON.stringify(endpoint.rateLimit),
     status: endpoint.status,
     disabled_reason: endpoint.disabledReason,
     failing_since: endpoint.failingSince,

@@ -23,7 +23,30 @@ export interface SqliteMigration {
 }
 
 /** Versions 2 and later, in order. */
-export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [];
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
+  {
+    version: 2,
+    what: 'the triage of dead letters (new, acknowledged, replayed, discarded), and an index of the unreviewed ones',
+    // Dead letters already replayed start as `replayed`, the others as `new`; `at` is when that state began
+    // (NULL, read as created_at, on a row an older process still running inserts without it).
+    // Partial: the review check reads only dead letters nobody has looked at, oldest first.
+    sql: `
+ALTER TABLE dead_letters ADD COLUMN triage_state TEXT NOT NULL DEFAULT 'new';
+ALTER TABLE dead_letters ADD COLUMN triage_note TEXT;
+ALTER TABLE dead_letters ADD COLUMN triage_by TEXT;
+ALTER TABLE dead_letters ADD COLUMN triage_at INTEGER;
+UPDATE dead_letters SET triage_state = 'replayed' WHERE replayed_at IS NOT NULL;
+UPDATE dead_letters SET triage_at = coalesce(replayed_at, created_at);
+CREATE INDEX dead_letters_unreviewed ON dead_letters (created_at) WHERE triage_state = 'new';
+`,
+  },
+  {
+    version: 3,
+    what: "an endpoint's rate limit",
+    // JSON text {"perSecond", "burst"}; NULL: no limit, as every endpoint had before.
+    sql: `ALTER TABLE endpoints ADD COLUMN rate_limit TEXT;`,
+  },
+];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */
 export const SCHEMA_VERSION = SQLITE_MIGRATIONS.at(-1)?.version ?? 1;

@@ -51,8 +51,8 @@ export class SettleStatements {
     this.#insertAttempt = db.prepare(`INSERT INTO attempts (delivery_id, number, round, started_at, duration_ms, outcome, error)
       VALUES (@deliveryId, @number, @round, @startedAt, @durationMs, @outcome, @error)`);
     this.#insertDeadLetter = db.prepare(`INSERT INTO dead_letters (id, delivery_id, event_id, endpoint_id, tenant_id, event_type,
-        payload, reason, last_outcome, round, created_at, replayed_at)
-      SELECT @id, @deliveryId, e.id, @endpointId, @tenantId, @eventType, e.payload, @reason, @lastOutcome, @round, @now, NULL
+        payload, reason, last_outcome, round, created_at, replayed_at, triage_state, triage_at)
+      SELECT @id, @deliveryId, e.id, @endpointId, @tenantId, @eventType, e.payload, @reason, @lastOutcome, @round, @now, NULL, 'new', @now
       FROM events e WHERE e.id = @eventId`);
     this.#clearFailing = db.prepare(`UPDATE endpoints SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL`);
     this.#markFailing = db.prepare(`UPDATE endpoints SET failing_since = @since WHERE id = @id AND failing_since IS NULL`);

@@ -35,7 +35,10 @@ import type {
   Settlement,
   SlotLease,
   Store,
+  TriageRequest,
+  UnreviewedDeadLetters,
 } from '../port.ts';
+import type { TriageOutcome } from '../../dead-letters/triage.ts';
 import type { SqliteStoreOptions } from './sqlite-store.ts';
 import { rebuildError, type StoreThreadMethod, type StoreThreadReply, type StoreThreadRequest } from './store-thread-messages.ts';
 
@@ -182,6 +185,12 @@ export class SqliteStoreThread implements Store {
   }
   replayDeadLetters(selection: { readonly ids: readonly string[] } | DeadLetterFilter, now: number): Promise<string[]> {
     return this.#call('replayDeadLetters', [selection, now]);
+  }
+  triageDeadLetters(request: TriageRequest, now: number): Promise<TriageOutcome> {
+    return this.#call('triageDeadLetters', [request, now]);
+  }
+  unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {
+    return this.#call('unreviewedDeadLetters', [cap]);
   }
   purge(before: number): Promise<PurgeResult> {
     return this.#call('purge', [before]);

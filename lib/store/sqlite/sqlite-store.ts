@@ -50,7 +50,10 @@ import type {
   Settlement,
   SlotLease,
   Store,
+  TriageRequest,
+  UnreviewedDeadLetters,
 } from '../port.ts';
+import type { TriageOutcome } from '../../dead-letters/triage.ts';
 import { ClaimStatements } from './claims.ts';
 import { CommitGroup, type MemberOutcome } from './commit-group.ts';
 import { DeadLetterStatements, REPLAY_CHUNK } from './dead-letters.ts';
@@ -432,6 +435,14 @@ export class SqliteStore implements Store {
       if (rows.length < REPLAY_CHUNK || last === undefined) return replayed;
       after = { createdAt: last.created_at, id: last.id };
     }
+  }
+
+  async triageDeadLetters(request: TriageRequest, now: number): Promise<TriageOutcome> {
+    return this.#run('triageDeadLetters', ({ db, deadLetters }) => db.transaction(() => deadLetters.triage(request, now)).immediate());
+  }
+
+  async unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {
+    return this.#run('unreviewedDeadLetters', ({ db, deadLetters }) => db.transaction(() => deadLetters.unreviewed(cap))(), 'read');
   }
 
   // Retention

@@ -47,6 +47,28 @@ class FakeStream implements ChangeStreamLike {
   }
 }
 
+/** A stream whose next answer the test gives by hand: a batch the driver already holds when a reopen begins. */
+class GatedStream implements ChangeStreamLike {
+  resumeToken: unknown = null;
+  closed = false;
+  #answer: ((change: { operationType: string } | null) => void) | undefined;
+
+  tryNext(): Promise<{ operationType: string } | null> {
+    return new Promise((resolve) => (this.#answer = resolve));
+  }
+
+  /** The pending `tryNext()` answers `change` with `token` as the stream's new position. */
+  answer(change: string | null, token: unknown): void {
+    this.resumeToken = token;
+    this.#answer?.(change === null ? null : { operationType: change });
+  }
+
+  async close(): Promise<void> {
+    // As the driver's: closing does not take back a batch already received.
+    this.closed = true;
+  }
+}
+
 class MemoryTokens implements TokenDocuments {
   readonly docs = new Map<string, unknown>();
   writes = 0;
@@ -235,6 +257,96 @@ describe('ChangeFeed', () => {
     });
   });
 
+  context('when a change arrives as the owned slots change', () => {
+    it('signals it before reopening: the new stream resumes after it, so it would never come again', async () => {
+      const gated: GatedStream[] = [];
+      feed = new ChangeFeed(
+        {
+          open: (options) => {
+            opened.push(options);
+            const stream = gated.length === 0 ? new GatedStream() : new FakeStream([], options.resumeAfter);
+            if (stream instanceof GatedStream) gated.push(stream);
+            else streams.push(stream);
+            return stream;
+          },
+          tokens: new ResumeTokenKeeper(tokens, { key: 'default', saveIntervalMs: 1_000 }),
+          clock,
+          onChange: () => changes++,
+          onRestart: (r) => restarts.push(r),
+          restartDelayMs: 1_000,
+          maxRestartDelayMs: 8_000,
+        },
+        [1],
+      );
+      feed.start();
+      await flush();
+      feed.setSlots([1, 2]);
+      gated[0]!.answer('insert', T2);
+      await flush();
+      expect(changes).to.equal(1);
+      expect(opened).to.have.length(2);
+      expect(opened[1]).to.include({ resumeAfter: T2 });
+      expect(restarts).to.deep.equal([]);
+    });
+  });
+
+  context('when someone waits for the feed to be ready across a reopen or a restart', () => {
+    it('resolves the wait once the next stream answers, and on stop', async () => {
+      scripts.push([], [{ empty: true, token: T1 }]);
+      makeFeed([1]).start();
+      await flush();
+      let ready = false;
+      void feed.whenReady().then(() => (ready = true));
+      feed.setSlots([2]);
+      await flush();
+      expect(opened).to.have.length(2);
+      expect(ready, 'the wait begun before the reopen').to.equal(true);
+
+      scripts.push([{ error: new MongoServerError({ message: 'boom', code: 8000 }) }], [{ error: new MongoServerError({ message: 'boom', code: 8000 }) }]);
+      await streams[1]!.close();
+      await flush();
+      let readyAfterRestart = false;
+      void feed.whenReady().then(() => (readyAfterRestart = true));
+      await flush();
+      expect(readyAfterRestart).to.equal(false);
+      await feed.stop();
+      await flush();
+      expect(readyAfterRestart, 'stop ends every wait').to.equal(true);
+    });
+  });
+
+  context('when the stream is idle', () => {
+    it('saves the empty batches\' tokens at the idle pace, so its own save does not keep it writing', async () => {
+      const idleTokens = new ResumeTokenKeeper(tokens, { key: 'default', saveIntervalMs: 1_000, idleSaveIntervalMs: 600_000 });
+      scripts.push([
+        { empty: true, token: T1 },
+        { empty: true, token: T2 },
+        { change: 'insert', token: T3 },
+      ]);
+      feed = new ChangeFeed(
+        {
+          open: (options) => {
+            const stream = new FakeStream(scripts.shift() ?? [], options.resumeAfter);
+            streams.push(stream);
+            return stream;
+          },
+          tokens: idleTokens,
+          clock,
+          onChange: () => changes++,
+          onRestart: (r) => restarts.push(r),
+          restartDelayMs: 1_000,
+          maxRestartDelayMs: 8_000,
+        },
+        undefined,
+      );
+      feed.start();
+      await flush();
+      // T1 saved at once (the first save); T2 (idle) waits for the idle interval; T3 follows a change.
+      expect(tokens.writes).to.equal(1);
+      expect(tokens.docs.get(DOC)).to.deep.equal(T1);
+    });
+  });
+
   context('when a listener throws', () => {
     it('goes on', async () => {
       scripts.push([{ change: 'insert', token: T1 }, { change: 'insert', token: T2 }]);
@@ -265,7 +377,8 @@ describe('ChangeFeed', () => {
 describe('classifyChangeFeedError', () => {
   it('tells lost history, resumable errors and the rest apart', () => {
     expect(classifyChangeFeedError(historyLost())).to.equal('history-lost');
-    expect(classifyChangeFeedError(new MongoServerError({ message: 'x', code: 280 }))).to.equal('history-lost');
+    // 280 (ChangeStreamFatal) meant lost history only on MongoDB 4.0; on 4.4+ it is any other fatal error.
+    expect(classifyChangeFeedError(new MongoServerError({ message: 'x', code: 280 }))).to.equal('error');
     expect(classifyChangeFeedError(new MongoNetworkError('reset'))).to.equal('resumable-error');
     expect(
       classifyChangeFeedError(new MongoServerError({ message: 'x', code: 11602, errorLabels: ['ResumableChangeStreamError'] })),
@@ -296,6 +409,15 @@ describe('changeFeedPipeline', () => {
       },
     });
     expect(project).to.deep.equal({ $project: { operationType: 1, ns: 1 } });
+  });
+
+  it('leaves out the events and deliveries the store inserted itself (its origin), keeping a producer\'s', () => {
+    const [match] = changeFeedPipeline([0], 'me');
+    const branches = (match as { $match: { $or: Array<Record<string, unknown>> } }).$match.$or;
+    expect(branches[0]).to.deep.equal({ operationType: 'insert', 'ns.coll': 'events', 'fullDocument.origin': { $ne: 'me' } });
+    expect(branches[1]).to.deep.equal({ operationType: 'insert', 'ns.coll': 'deliveries', 'fullDocument.origin': { $ne: 'me' }, 'fullDocument.slot': { $in: [0] } });
+    // `$ne` matches a missing field: a producer's publishMongo, which sets no origin, is signalled.
+    expect(JSON.stringify(changeFeedPipeline([0]))).to.not.include('origin');
   });
 
   it('does not filter delivery inserts by slot when the slots are unknown', () => {

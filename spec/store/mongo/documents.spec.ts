@@ -13,7 +13,9 @@ import {
   leaseFromDoc,
   newDeliveryDoc,
   nodeFromDoc,
+  triageFromDoc,
 } from '../../../lib/store/mongo/documents.ts';
+import { legacyTriage } from '../../../lib/store/mongo/schema.ts';
 
 const NOW = Date.UTC(2026, 0, 1);
 
@@ -31,6 +33,21 @@ describe('MongoDB documents', () => {
     expect(doc).to.not.have.property('id');
     expect(endpointFromDoc(doc)).to.deep.equal(endpoint);
     expect(endpointFromDoc(endpointToDoc({ ...endpoint, retry: { preset: 'relaxed' } })).retry).to.deep.equal({ preset: 'relaxed' });
+  });
+
+  it("maps an endpoint's rate limit both ways: a value, null when it has none, and none when a document predates it", () => {
+    const endpoint: Endpoint = {
+      id: 'ep_1', tenantId: 'acme', url: 'https://x.example/h', description: '', eventTypes: [], retry: { preset: 'default' },
+      timeoutMs: 10_000, mode: 'at-least-once', concurrency: 4, rateLimit: { perSecond: 0.5, burst: 2 }, status: 'enabled',
+      disabledReason: null, failingSince: null, secrets: [], createdAt: NOW, updatedAt: NOW,
+    };
+    expect(endpointToDoc(endpoint).rateLimit).to.deep.equal({ perSecond: 0.5, burst: 2 });
+    expect(endpointFromDoc(endpointToDoc(endpoint))).to.deep.equal(endpoint);
+    const { rateLimit: _, ...unlimited } = endpoint;
+    expect(endpointToDoc(unlimited).rateLimit).to.equal(null);
+    expect(endpointFromDoc(endpointToDoc(unlimited))).to.deep.equal(unlimited);
+    const { rateLimit: __, ...older } = endpointToDoc(unlimited);
+    expect(endpointFromDoc(older)).to.deep.equal(unlimited);
   });
 
   it('writes new events unfanned, in insertion order, and reads back only the model\'s fields', () => {
@@ -64,13 +81,21 @@ describe('MongoDB documents', () => {
       {
         _id: 'dl_1', deliveryId: 'dlv_1', eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', payload: '{}',
         reason: 'exhausted', lastOutcome: outcome, round: 1, createdAt: NOW, replayedAt: null, ord: new ObjectId(), at: new Date(NOW),
+        triage: { state: 'acknowledged', note: 'looking', by: 'alice', at: NOW + 5 },
       },
       [doc],
     );
     expect(dead).to.deep.equal({
       id: 'dl_1', deliveryId: 'dlv_1', eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', payload: '{}',
       reason: 'exhausted', lastOutcome: outcome, attempts: [attempt], createdAt: NOW, replayedAt: null,
+      triage: { state: 'acknowledged', note: 'looking', by: 'alice', at: NOW + 5 },
     });
+  });
+
+  it('reads a dead letter written before triage existed as the migration will leave it: new, or replayed since its replay', () => {
+    expect(triageFromDoc({ createdAt: NOW, replayedAt: null } as { createdAt: number; replayedAt: null; triage: never })).to.deep.equal({ state: 'new', note: null, by: null, at: NOW });
+    expect(triageFromDoc({ createdAt: NOW, replayedAt: NOW + 9 } as { createdAt: number; replayedAt: number; triage: never })).to.deep.equal({ state: 'replayed', note: null, by: null, at: NOW + 9 });
+    expect(legacyTriage({ createdAt: NOW, replayedAt: NOW + 9 })).to.deep.equal({ state: 'replayed', note: null, by: null, at: NOW + 9 });
   });
 
   it('maps leases and nodes', () => {

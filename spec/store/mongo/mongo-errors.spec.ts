@@ -1,8 +1,9 @@
 import { expect } from 'chai';
-import { MongoAPIError, MongoBulkWriteError, MongoNetworkError, MongoServerError } from 'mongodb';
+import { MongoAPIError, MongoBulkWriteError, MongoCompatibilityError, MongoNetworkError, MongoServerError, MongoServerSelectionError } from 'mongodb';
 import {
   isChangeStreamHistoryLost,
   isDuplicateKeyError,
+  isIncompatibleServerError,
   isResumableChangeStreamError,
   onlyDuplicateKeys,
   serverErrorCode,
@@ -18,8 +19,9 @@ describe('MongoDB error predicates', () => {
       expect(isResumableChangeStreamError(server(43))).to.equal(true);
     });
 
-    it('uses the legacy code list only for unlabelled (pre-4.4) errors', () => {
-      expect(isResumableChangeStreamError(server(189))).to.equal(true);
+    it('trusts the label alone for server errors: every supported server (4.4+) labels resumable ones', () => {
+      expect(isResumableChangeStreamError(server(189))).to.equal(false);
+      expect(isResumableChangeStreamError(server(189, ['ResumableChangeStreamError']))).to.equal(true);
       expect(isResumableChangeStreamError(server(189, ['TransientTransactionError']))).to.equal(false);
     });
 
@@ -33,11 +35,23 @@ describe('MongoDB error predicates', () => {
     });
   });
 
-  it('recognises lost history by code (286, and 280 on 4.0), never by message', () => {
+  it('recognises lost history by code 286, never by message (280 meant it only on 4.0, which Herald no longer supports)', () => {
     expect(isChangeStreamHistoryLost(server(286))).to.equal(true);
-    expect(isChangeStreamHistoryLost(server(280))).to.equal(true);
+    expect(isChangeStreamHistoryLost(server(280))).to.equal(false);
     expect(isChangeStreamHistoryLost(new Error('ChangeStreamHistoryLost'))).to.equal(false);
     expect(isChangeStreamHistoryLost({ code: 286 })).to.equal(false);
+  });
+
+  it('recognises the driver refusing a server too old for it, directly or behind a server-selection timeout', () => {
+    const refused = new MongoCompatibilityError('Server at db1:27017 reports maximum wire version 8, but this version of the Node.js Driver requires at least 9 (MongoDB 4.4)');
+    expect(isIncompatibleServerError(refused)).to.equal(true);
+    // How client.connect() reports it: the selection timed out, the monitor's failure kept in the topology it saw.
+    type Topology = ConstructorParameters<typeof MongoServerSelectionError>[1];
+    const topology = (error: Error | null) => ({ servers: new Map([['db1:27017', { error }]]) }) as unknown as Topology;
+    expect(isIncompatibleServerError(new MongoServerSelectionError('Server selection timed out', topology(refused)))).to.equal(true);
+    expect(isIncompatibleServerError(new MongoServerSelectionError('Server selection timed out', topology(new MongoNetworkError('refused'))))).to.equal(false);
+    expect(isIncompatibleServerError(new MongoServerSelectionError('Server selection timed out', topology(null)))).to.equal(false);
+    expect(isIncompatibleServerError(new Error('requires at least 9 (MongoDB 4.4)'))).to.equal(false);
   });
 
   it('recognises duplicate keys, alone or as the only failures of a bulk write', () => {

@@ -2,18 +2,38 @@ import { expect } from 'chai';
 import { ObjectId } from 'mongodb';
 import {
   afterKeyFilter,
+  applyUpdate,
+  busyEndpointsPipeline,
+  cancelChunkFilter,
+  cancelDeliveriesFilter,
+  cancelDeliveriesUpdate,
+  CANDIDATE_PROJECTION,
+  DEAD_LETTER_LIST_SORT,
+  DEAD_LETTER_REPLAY_SORT,
+  REPLAY_FENCE_UPDATE,
+  replayFenceFilter,
+  DELIVERY_LIST_SORT,
+  DUE_ORDER,
+  dueCountFilter,
+  endpointChosen,
+  endpointDueFilter,
+  movedSlots,
+  orphansFilter,
+  statusCountFilter,
   claimableFilter,
   claimOneFilter,
   claimUpdate,
   clampLimit,
   countsByStatus,
   deadLetterListFilter,
+  deadLetterReplayFilter,
   deliveryListFilter,
   endpointClaimableFilter,
   endpointPatchUpdate,
   endpointsWorthClaiming,
   isCurrentClaim,
   liveLeasesFilter,
+  markReplayedUpdate,
   pickClaims,
   renewLeasesFilter,
   replayDeliveryFilter,
@@ -25,9 +45,13 @@ import {
   slotsToTake,
   takeLeaseFilter,
   takeLeaseUpdate,
+  triageFilter,
+  triageUpdate,
   unfinishedDeliveriesFilter,
+  UNREVIEWED_FILTER,
 } from '../../../lib/store/mongo/queries.ts';
 import type { ClaimCandidate } from '../../../lib/store/mongo/queries.ts';
+import { indexSpecs, RETIRED_INDEXES } from '../../../lib/store/mongo/schema.ts';
 import type { ClaimRequest, Settlement } from '../../../lib/store/port.ts';
 
 const NOW = 1_000_000;
@@ -145,23 +169,32 @@ describe('MongoDB store queries', () => {
       expect(isCurrentClaim(undefined, { _id: 2, epoch: 4 }, 4), 'missing').to.equal(false);
     });
 
-    it('write each kind\'s new state, counting an attempt except on release', () => {
+    it('write each kind\'s new state, counting an attempt except on release, and drop the claim\'s id', () => {
+      const unset = { claimId: '' };
       const kinds: Array<[Settlement, object]> = [
         [
           { kind: 'delivered', ...base, attempt: { ...attempt, error: null } },
-          { $set: { status: 'delivered', lastError: null, deliveredAt: NOW, updatedAt: NOW }, $inc: { attempts: 1 } },
+          { $set: { status: 'delivered', lastError: null, deliveredAt: NOW, updatedAt: NOW }, $inc: { attempts: 1 }, $unset: unset },
         ],
         [
           { kind: 'retry', ...base, attempt, nextAttemptAt: NOW + 30 },
-          { $set: { status: 'pending', nextAttemptAt: NOW + 30, lastError: 'HTTP 503', updatedAt: NOW }, $inc: { attempts: 1 } },
+          { $set: { status: 'pending', nextAttemptAt: NOW + 30, lastError: 'HTTP 503', updatedAt: NOW }, $inc: { attempts: 1 }, $unset: unset },
         ],
         [
           { kind: 'dead', ...base, attempt, deadLetterId: 'dl_1', reason: 'exhausted' },
-          { $set: { status: 'dead', lastError: 'HTTP 503', updatedAt: NOW }, $inc: { attempts: 1 } },
+          { $set: { status: 'dead', lastError: 'HTTP 503', updatedAt: NOW }, $inc: { attempts: 1 }, $unset: unset },
         ],
-        [{ kind: 'release', ...base, nextAttemptAt: NOW + 60 }, { $set: { status: 'pending', nextAttemptAt: NOW + 60, updatedAt: NOW } }],
+        [{ kind: 'release', ...base, nextAttemptAt: NOW + 60 }, { $set: { status: 'pending', nextAttemptAt: NOW + 60, updatedAt: NOW }, $unset: unset }],
       ];
       for (const [settlement, update] of kinds) expect(settleUpdate(settlement, NOW), settlement.kind).to.deep.equal(update);
+    });
+
+    it('are worked out in memory exactly as the server applies them (claim id gone, attempt counted)', () => {
+      const doc = { _id: 'dlv_1', status: 'in_flight', attempts: 2, claimId: new ObjectId(), lastError: 'x', nextAttemptAt: 5 };
+      expect(applyUpdate(doc, settleUpdate({ kind: 'retry', ...base, attempt, nextAttemptAt: NOW + 30 }, NOW) as never)).to.deep.equal({
+        _id: 'dlv_1', status: 'pending', attempts: 3, lastError: 'HTTP 503', nextAttemptAt: NOW + 30, updatedAt: NOW,
+      });
+      expect(applyUpdate({ n: 1 }, { $inc: { m: 2 } } as never)).to.deep.equal({ n: 1, m: 2 });
     });
   });
 
@@ -170,6 +203,14 @@ describe('MongoDB store queries', () => {
       expect(endpointPatchUpdate({ url: 'https://x.example', disabledReason: null, failingSince: undefined }, NOW)).to.deep.equal({
         $set: { updatedAt: NOW, url: 'https://x.example', disabledReason: null },
       });
+    });
+
+    it('sets a rate limit, and sets it to null to lift it', () => {
+      expect(endpointPatchUpdate({ rateLimit: { perSecond: 2, burst: 5 } }, NOW)).to.deep.equal({
+        $set: { updatedAt: NOW, rateLimit: { perSecond: 2, burst: 5 } },
+      });
+      expect(endpointPatchUpdate({ rateLimit: null }, NOW)).to.deep.equal({ $set: { updatedAt: NOW, rateLimit: null } });
+      expect(endpointPatchUpdate({ rateLimit: undefined, concurrency: 3 }, NOW)).to.deep.equal({ $set: { updatedAt: NOW, concurrency: 3 } });
     });
 
     it('marks replays and resumes with wokeAt so the change feed can pick them out', () => {
@@ -200,17 +241,34 @@ describe('MongoDB store queries', () => {
       expect(deliveryListFilter({ until: 9 })).to.deep.equal({ createdAt: { $lt: 9 } });
     });
 
-    it('filters dead letters, hiding replayed ones unless asked', () => {
-      expect(deadLetterListFilter({})).to.deep.equal({ replayedAt: null });
+    it('filters dead letters by triage state: open ones unless asked, every one with includeReplayed, or the one named', () => {
+      expect(deadLetterListFilter({})).to.deep.equal({ 'triage.state': { $in: ['new', 'acknowledged'] } });
       expect(deadLetterListFilter({ endpointId: 'e', tenantId: 't', since: 1, includeReplayed: true })).to.deep.equal({
         endpointId: 'e',
         tenantId: 't',
         createdAt: { $gte: 1 },
       });
+      expect(deadLetterListFilter({ state: 'discarded', includeReplayed: false })).to.deep.equal({ 'triage.state': 'discarded' });
       expect(afterKeyFilter(undefined)).to.deep.equal({});
-      expect(afterKeyFilter({ createdAt: 5, id: 'dl_5' })).to.deep.equal({
-        $or: [{ createdAt: { $gt: 5 } }, { createdAt: 5, _id: { $gt: 'dl_5' } }],
+      const ord = new ObjectId();
+      expect(afterKeyFilter({ createdAt: 5, ord })).to.deep.equal({
+        $or: [{ createdAt: { $gt: 5 } }, { createdAt: 5, ord: { $gt: ord } }],
       });
+    });
+
+    it('replays by filter only open dead letters, the state named narrowing them; marks a replay in the triage', () => {
+      expect(deadLetterReplayFilter({ endpointId: 'e', includeReplayed: true })).to.deep.equal({ endpointId: 'e', 'triage.state': { $in: ['new', 'acknowledged'] } });
+      expect(deadLetterReplayFilter({ state: 'acknowledged' })).to.deep.equal({ 'triage.state': 'acknowledged' });
+      expect(deadLetterReplayFilter({ state: 'discarded' })).to.equal(undefined);
+      expect(markReplayedUpdate(NOW)).to.deep.equal({ $set: { replayedAt: NOW, 'triage.state': 'replayed', 'triage.at': NOW } });
+    });
+
+    it('sets an operator\'s triage only on open dead letters, each id once', () => {
+      expect(triageFilter(['dl_1', 'dl_2', 'dl_1'])).to.deep.equal({ _id: { $in: ['dl_1', 'dl_2'] }, 'triage.state': { $in: ['new', 'acknowledged'] } });
+      expect(triageUpdate({ ids: ['dl_1'], state: 'discarded', note: 'noise', by: 'bob' }, NOW)).to.deep.equal({
+        $set: { triage: { state: 'discarded', note: 'noise', by: 'bob', at: NOW } },
+      });
+      expect(UNREVIEWED_FILTER).to.deep.equal({ 'triage.state': 'new' });
     });
 
     it('keeps events whose deliveries are unfinished or finished at or after the horizon', () => {
@@ -224,5 +282,161 @@ describe('MongoDB store queries', () => {
       expect([clampLimit(-1, 10), clampLimit(2.7, 10), clampLimit(50, 10), clampLimit(Number.NaN, 10)]).to.deep.equal([0, 2, 10, 10]);
       expect(countsByStatus(['pending', 'dead'], [{ _id: 'dead', n: 3 }, { _id: 'weird', n: 1 }])).to.deep.equal({ pending: 0, dead: 3 });
     });
+  });
+});
+
+/**
+ * Whether an index serves a query in order: its key begins with the query's equality fields (in
+ * any order), followed by the sort's fields in the sort's order, all in the sort's directions or
+ * all reversed (a backward scan). Then the server reads the index in order and a limit stops it.
+ */
+function servesInOrder(index: Readonly<Record<string, unknown>>, equality: readonly string[], sort: Readonly<Record<string, number>>): boolean {
+  const key = Object.entries(index);
+  const prefix = key.slice(0, equality.length).map(([field]) => field);
+  if (prefix.length !== equality.length || !prefix.every((field) => equality.includes(field))) return false;
+  const wanted = Object.entries(sort);
+  const rest = key.slice(equality.length, equality.length + wanted.length);
+  if (rest.length !== wanted.length || rest.some(([field], i) => field !== wanted[i]![0])) return false;
+  const same = rest.every(([, dir], i) => dir === wanted[i]![1]);
+  const reversed = rest.every(([, dir], i) => dir === -wanted[i]![1]);
+  return same || reversed;
+}
+
+/** The equality fields of a flat filter (plain values, not operators). */
+function equalityFields(filter: object): string[] {
+  return Object.entries(filter)
+    .filter(([field, value]) => !field.startsWith('$') && (typeof value !== 'object' || value === null))
+    .map(([field]) => field);
+}
+
+describe('MongoDB store queries and the indexes that serve them', () => {
+  const specs = indexSpecs(null);
+  const index = (collection: keyof typeof specs, name: string) => {
+    const found = specs[collection].find((i) => i.name === name);
+    if (found === undefined) throw new Error(`no index ${name} on ${collection}`);
+    return found.key as Record<string, number>;
+  };
+  const NOW = 1_000_000;
+
+  context('when a claim reads an endpoint\'s first due deliveries (refill, claim by endpoint)', () => {
+    it('has an index whose key is the filter\'s equalities then (nextAttemptAt, _id), covering the projection', () => {
+      const filter = endpointDueFilter('ep_1', { slot: 3, epoch: 2 }, NOW);
+      expect(equalityFields(filter).sort()).to.deep.equal(['endpointId', 'slot', 'status']);
+      const walk = index('deliveries', 'deliveries_claim_walk');
+      expect(servesInOrder(walk, equalityFields(filter), DUE_ORDER)).to.equal(true);
+      for (const field of Object.keys(CANDIDATE_PROJECTION)) expect(walk, `${field} covered`).to.have.property(field);
+      // The index the review found: no _id, so the server sorted the endpoint's whole due backlog.
+      expect(servesInOrder({ endpointId: 1, status: 1, nextAttemptAt: 1 }, equalityFields(filter), DUE_ORDER)).to.equal(false);
+    });
+  });
+
+  context('when a claim walks a slot\'s busy endpoints', () => {
+    it('matches on the index\'s leading equalities, sorts on its key and groups by the next field with $first only', () => {
+      const [match, sort, group] = busyEndpointsPipeline(4) as [{ $match: object }, { $sort: Record<string, number> }, { $group: Record<string, unknown> }];
+      expect(match.$match).to.deep.equal({ status: 'pending', slot: 4 });
+      const walk = index('deliveries', 'deliveries_claim_walk');
+      expect(Object.entries(sort.$sort)).to.deep.equal(Object.entries(walk).slice(0, 4));
+      expect(servesInOrder(walk, equalityFields(match.$match), { endpointId: 1, nextAttemptAt: 1 })).to.equal(true);
+      expect(group.$group).to.deep.equal({ _id: '$endpointId', first: { $first: '$nextAttemptAt' } });
+    });
+
+    it('decides between scan and walk by a count over the due index, and finds orphans on the in-flight index', () => {
+      expect(dueCountFilter(NOW)).to.deep.equal({ status: 'pending', nextAttemptAt: { $lte: NOW } });
+      expect(Object.keys(index('deliveries', 'deliveries_next'))).to.deep.equal(['status', 'nextAttemptAt']);
+      expect(orphansFilter([{ slot: 1, epoch: 3 }])).to.deep.equal({ status: 'in_flight', slot: { $in: [1] }, leaseEpoch: { $lt: 3 } });
+      expect(orphansFilter([{ slot: 1, epoch: 3 }, { slot: 2, epoch: 4 }])).to.deep.equal({
+        $or: [
+          { status: 'in_flight', slot: { $in: [1] }, leaseEpoch: { $lt: 3 } },
+          { status: 'in_flight', slot: { $in: [2] }, leaseEpoch: { $lt: 4 } },
+        ],
+      });
+      expect(Object.keys(index('deliveries', 'deliveries_in_flight'))).to.deep.equal(['status', 'slot', 'leaseEpoch']);
+      expect([endpointChosen({ skipEndpointIds: ['a'] }, 'a'), endpointChosen({ skipEndpointIds: [], endpointId: 'b' }, 'a'), endpointChosen({ skipEndpointIds: [] }, 'a')]).to.deep.equal([false, false, true]);
+    });
+
+    it('finds the slots a claim used whose lease moved on: another owner, another epoch, released or gone', () => {
+      const owned = [1, 2, 3, 4, 5].map((slot) => ({ slot, epoch: 7 }));
+      const current = [
+        { _id: 1, owner: 'a', epoch: 7 },
+        { _id: 2, owner: 'b', epoch: 8 },
+        { _id: 3, owner: 'a', epoch: 8 },
+        { _id: 4, owner: null, epoch: 7 },
+      ];
+      expect(movedSlots(owned, current, 'a')).to.deep.equal([2, 3, 4, 5]);
+    });
+  });
+
+  context('when the delivery log is filtered', () => {
+    it('has, for each filter alone, an index in the log\'s order (newest first, ties by id)', () => {
+      const byFilter: Array<[object, string]> = [
+        [{ endpointId: 'ep_1' }, 'deliveries_endpoint_log'],
+        [{ tenantId: 'acme' }, 'deliveries_tenant_log'],
+        [{ eventType: 'lead.created' }, 'deliveries_type_log'],
+        [{ status: 'dead' }, 'deliveries_status_log'],
+        [{}, 'deliveries_created'],
+      ];
+      for (const [filter, name] of byFilter) {
+        const query = deliveryListFilter({ ...filter, since: 1, until: 2, after: { createdAt: 2, id: 'dlv_9' } });
+        expect(servesInOrder(index('deliveries', name), equalityFields(query), DELIVERY_LIST_SORT), name).to.equal(true);
+      }
+    });
+
+    it('counts each status on an index that leads with status, reading keys only', () => {
+      expect(statusCountFilter('delivered')).to.deep.equal({ status: 'delivered' });
+      expect(Object.keys(index('deliveries', 'deliveries_next'))[0]).to.equal('status');
+    });
+  });
+
+  context('when dead letters are listed by endpoint or tenant', () => {
+    it('has an index in the listing\'s order', () => {
+      for (const [filter, name] of [[{ endpointId: 'ep_1' }, 'dead_letters_endpoint_log'], [{ tenantId: 'acme' }, 'dead_letters_tenant_log']] as const) {
+        const query = deadLetterListFilter({ ...filter, includeReplayed: true });
+        expect(servesInOrder(index('dead_letters', name), equalityFields(query), DEAD_LETTER_LIST_SORT), name).to.equal(true);
+      }
+    });
+  });
+
+  context('when dead letters are replayed by filter', () => {
+    it('walks them oldest first in the listing\'s order reversed, so the listing\'s indexes serve it backwards', () => {
+      expect(DEAD_LETTER_REPLAY_SORT).to.deep.equal({ createdAt: 1, ord: 1 });
+      const cases: Array<[object, string]> = [
+        [{}, 'dead_letters_created'],
+        [{ endpointId: 'ep_1' }, 'dead_letters_endpoint_log'],
+        [{ tenantId: 'acme' }, 'dead_letters_tenant_log'],
+        [{ state: 'acknowledged' }, 'dead_letters_triage'],
+      ];
+      for (const [filter, name] of cases) {
+        const base = deadLetterReplayFilter(filter);
+        expect(base, name).to.not.equal(undefined);
+        expect(servesInOrder(index('dead_letters', name), equalityFields(base!), DEAD_LETTER_REPLAY_SORT), name).to.equal(true);
+      }
+    });
+
+    it('touches the endpoints of a chunk in its transaction, with a write that always changes them', () => {
+      expect(replayFenceFilter(['ep_1', 'ep_2'])).to.deep.equal({ _id: { $in: ['ep_1', 'ep_2'] } });
+      expect(REPLAY_FENCE_UPDATE).to.deep.equal({ $inc: { replayFence: 1 } });
+    });
+  });
+
+  context('when an endpoint is deleted', () => {
+    it('cancels its backlog a chunk of ids at a time, each still unfinished, dropping any claim id', () => {
+      expect(cancelDeliveriesFilter('ep_1')).to.deep.equal({ endpointId: 'ep_1', status: { $in: ['pending', 'in_flight'] } });
+      expect(cancelChunkFilter(['a', 'b'])).to.deep.equal({ _id: { $in: ['a', 'b'] }, status: { $in: ['pending', 'in_flight'] } });
+      expect(cancelDeliveriesUpdate(NOW)).to.deep.equal({ $set: { status: 'cancelled', updatedAt: NOW }, $unset: { claimId: '' } });
+    });
+  });
+
+  it('retires only indexes that a declared one serves as a prefix', () => {
+    const retired: Record<string, Record<string, number>> = {
+      deliveries_endpoint: { endpointId: 1, createdAt: -1 },
+      dead_letters_endpoint: { endpointId: 1, createdAt: -1 },
+    };
+    expect(RETIRED_INDEXES.map((r) => r.name)).to.deep.equal(Object.keys(retired));
+    for (const { collection, name } of RETIRED_INDEXES) {
+      const list = specs[collection];
+      expect(list.some((i) => i.name === name), `${name} no longer declared`).to.equal(false);
+      const key = Object.entries(retired[name]!);
+      expect(list.some((i) => key.every(([field, dir], n) => Object.entries(i.key as object)[n]?.[0] === field && Object.entries(i.key as object)[n]?.[1] === dir)), `${name} is served`).to.equal(true);
+    }
   });
 });

@@ -75,6 +75,31 @@ describe('ResumeTokenKeeper', () => {
     expect(docs.log.at(-1)).to.equal('remove');
   });
 
+  it('saves tokens of empty batches only at the idle pace, unless a change before them is not saved yet', async () => {
+    const idle = new ResumeTokenKeeper(docs, { key: 'node-1', saveIntervalMs: 1_000, idleSaveIntervalMs: 600_000 });
+    expect(await idle.offer(A, 0, true)).to.equal(true);
+    // Each save is itself a write the stream sees: the next empty batch brings a new token.
+    expect(await idle.offer(B, 1_000, true)).to.equal(false);
+    expect(await idle.offer(C, 599_999, true)).to.equal(false);
+    const D = { _data: '826D' };
+    const E = { _data: '826E' };
+    expect(await idle.offer(D, 600_000, true)).to.equal(true);
+    // A change in between: its token goes at the busy pace, even if offered again from an empty batch.
+    expect(await idle.offer(B, 600_500, false)).to.equal(false);
+    expect(await idle.offer(C, 601_000, true)).to.equal(true);
+    expect(await idle.offer(E, 602_000, true)).to.equal(false);
+  });
+
+  it('deletes other keys\' stale documents when it loads, never its own', async () => {
+    const pruned: Array<[number, string]> = [];
+    const withPrune = Object.assign(docs, { prune: async (before: number, keep: string) => void pruned.push([before, keep]) });
+    const keeperWithPrune = new ResumeTokenKeeper(withPrune, { key: 'node-1', saveIntervalMs: 1_000, staleAfterMs: 7_000 });
+    await keeperWithPrune.load(10_000);
+    expect(pruned).to.deep.equal([[3_000, 'resume_token:node-1']]);
+    await keeperWithPrune.load();
+    expect(pruned, 'no time given: nothing pruned').to.have.length(1);
+  });
+
   it('takes only documents as tokens', () => {
     expect([isUsableToken(A), isUsableToken(null), isUsableToken('x'), isUsableToken([A])]).to.deep.equal([true, false, false, false]);
   });

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { Collections, indexSpecs, MAX_TTL_SECONDS, retentionSeconds } from '../../../lib/store/mongo/schema.ts';
+import type { Db } from 'mongodb';
+import { Collections, indexSpecs, MAX_TTL_SECONDS, migrateDeadLetterTriage, retentionSeconds, SCHEMA_VERSION } from '../../../lib/store/mongo/schema.ts';
 
 describe('MongoDB schema', () => {
   it('declares indexes for every collection, TTL indexes on attempts and dead letters', () => {
@@ -22,6 +23,38 @@ describe('MongoDB schema', () => {
     expect(specs.deliveries.map((i) => i.key)).to.deep.include({ endpointId: 1, status: 1, nextAttemptAt: 1 });
     expect(specs.events.find((i) => i.name === 'events_unfanned')?.partialFilterExpression).to.deep.equal({ fannedOut: false });
     expect(specs.attempts.some((i) => i.expireAfterSeconds !== undefined)).to.equal(false);
+    expect(specs.dead_letters.map((i) => i.key)).to.deep.include({ 'triage.state': 1, createdAt: -1, ord: -1 });
+  });
+
+  it('gives version 2 to dead letters without a triage: replayed since their replay, else new since their creation, in batches', async () => {
+    expect(SCHEMA_VERSION).to.equal(2);
+    type Doc = { _id: string; createdAt: number; replayedAt: number | null; triage?: unknown };
+    const docs: Doc[] = [
+      ...Array.from({ length: 600 }, (_, i): Doc => ({ _id: `dl_${i}`, createdAt: i, replayedAt: null })),
+      { _id: 'dl_replayed', createdAt: 5, replayedAt: 9 },
+      { _id: 'dl_done', createdAt: 1, replayedAt: null, triage: { state: 'acknowledged', note: 'n', by: 'b', at: 3 } },
+    ];
+    const untriaged = () => docs.filter((d) => d.triage === undefined);
+    const collection = {
+      find: () => ({ limit: (n: number) => ({ toArray: async () => untriaged().slice(0, n).map(({ _id, createdAt, replayedAt }) => ({ _id, createdAt, replayedAt })) }) }),
+      bulkWrite: async (ops: Array<{ updateOne: { filter: { _id: string }; update: { $set: { triage: unknown } } } }>) => {
+        let modifiedCount = 0;
+        for (const { updateOne } of ops) {
+          const doc = docs.find((d) => d._id === updateOne.filter._id && d.triage === undefined);
+          if (doc === undefined) continue;
+          doc.triage = updateOne.update.$set.triage;
+          modifiedCount++;
+        }
+        return { modifiedCount };
+      },
+    };
+    const db = { collection: (name: string) => (name === Collections.DEAD_LETTERS ? collection : expect.fail(name)) } as unknown as Db;
+    expect(await migrateDeadLetterTriage(db)).to.equal(601);
+    expect(untriaged()).to.deep.equal([]);
+    expect(docs.find((d) => d._id === 'dl_42')?.triage).to.deep.equal({ state: 'new', note: null, by: null, at: 42 });
+    expect(docs.find((d) => d._id === 'dl_replayed')?.triage).to.deep.equal({ state: 'replayed', note: null, by: null, at: 9 });
+    expect(docs.find((d) => d._id === 'dl_done')?.triage).to.deep.equal({ state: 'acknowledged', note: 'n', by: 'b', at: 3 });
+    expect(await migrateDeadLetterTriage(db), 'run again: nothing left').to.equal(0);
   });
 
   it('turns retention into whole TTL seconds within MongoDB\'s limits', () => {

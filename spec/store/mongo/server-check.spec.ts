@@ -1,14 +1,14 @@
 import { expect } from 'chai';
-import { checkServerSupport } from '../../../lib/store/mongo/server-check.ts';
+import { checkServerSupport, MIN_WIRE_VERSION, tooOldProblem } from '../../../lib/store/mongo/server-check.ts';
 
 describe('checkServerSupport', () => {
-  context('when the server is a replica set member of 4.0 or newer', () => {
+  context('when the server is a replica set member of 4.4 or newer', () => {
     it('accepts it', () => {
       expect(checkServerSupport({ hello: { setName: 'rs0', isWritablePrimary: true, maxWireVersion: 21 }, buildInfo: { version: '7.0.12' } })).to.deep.equal({
         ok: true,
         support: { topology: 'replica-set', version: '7.0.12', maxWireVersion: 21 },
       });
-      expect(checkServerSupport({ hello: { setName: 'rs0', ismaster: true, maxWireVersion: 7 } }).ok).to.equal(true);
+      expect(checkServerSupport({ hello: { setName: 'rs0', ismaster: true, maxWireVersion: 9 } }).ok).to.equal(true);
     });
   });
 
@@ -21,22 +21,27 @@ describe('checkServerSupport', () => {
     });
   });
 
-  context('when the server is older than 4.0', () => {
-    it('refuses it, naming the version', () => {
-      const result = checkServerSupport({ hello: { setName: 'rs0', maxWireVersion: 6 }, buildInfo: { version: '3.6.23' } });
-      expect(result).to.deep.equal({
-        ok: false,
-        problem: 'MongoDB 3.6.23 (wire version 6) is too old: Herald needs 4.0 or newer for change streams and transactions',
-      });
+  context('when the server is older than 4.4, the oldest the driver (v7) supports', () => {
+    it('refuses a replica set of 4.0 and 4.2, naming the version and what is needed', () => {
+      expect(MIN_WIRE_VERSION).to.equal(9);
+      for (const [version, wire] of [['4.0.28', 7], ['4.2.25', 8]] as const) {
+        expect(checkServerSupport({ hello: { setName: 'rs0', maxWireVersion: wire }, buildInfo: { version } })).to.deep.equal({
+          ok: false,
+          problem: `MongoDB ${version} (wire version ${wire}) is too old: Herald needs MongoDB 4.4 or newer (wire version 9), the oldest its driver supports`,
+        });
+      }
+    });
+
+    it('words the refusal without a version when none is known', () => {
+      expect(tooOldProblem()).to.equal('the server is too old: Herald needs MongoDB 4.4 or newer (wire version 9), the oldest its driver supports');
     });
   });
 
   context('when the server is a mongos', () => {
-    it('accepts 4.2 or newer and refuses 4.0, which has no sharded transactions', () => {
-      expect(checkServerSupport({ hello: { msg: 'isdbgrid', maxWireVersion: 8 } })).to.deep.include({ ok: true });
-      const old = checkServerSupport({ hello: { msg: 'isdbgrid', maxWireVersion: 7 }, buildInfo: { version: '4.0.28' } });
-      expect(old.ok).to.equal(false);
-      if (!old.ok) expect(old.problem).to.include('4.0.28').and.include('4.2');
+    it('accepts 4.4 or newer and refuses 4.2, with the same rule as a replica set', () => {
+      expect(checkServerSupport({ hello: { msg: 'isdbgrid', maxWireVersion: 9 } })).to.deep.include({ ok: true });
+      const old = checkServerSupport({ hello: { msg: 'isdbgrid', maxWireVersion: 8 }, buildInfo: { version: '4.2.25' } });
+      expect(old).to.deep.equal({ ok: false, problem: tooOldProblem('4.2.25', 8) });
     });
   });
 });
