@@ -22,6 +22,8 @@ import {
   validateNewEndpoint,
   type EndpointChanges,
 } from './endpoints/endpoint-input.ts';
+import { validateFailureGroupInput } from './dead-letters/failure-group-input.ts';
+import type { FailureGroup, FailureGroupFilter, FailureGroupReplay } from './dead-letters/failure-groups.ts';
 import { ReviewWatch, UNREVIEWED_COUNT_CAP } from './dead-letters/review-watch.ts';
 import type { OperatorTriageState, TriageOutcome } from './dead-letters/triage.ts';
 import { validateBulkTriageInput, validateTriageInput } from './dead-letters/triage-input.ts';
@@ -528,6 +530,25 @@ export class Herald {
     const ids = await this.#store.replayDeadLetters(filter, this.#clock.now());
     this.#supervisor.signal();
     return ids;
+  }
+
+  // Failures, grouped
+
+  /** The failing deliveries (retrying, dead) grouped by endpoint and failure kind, the largest first. */
+  async failureGroups(filter: FailureGroupFilter = {}): Promise<FailureGroup[]> {
+    return this.#store.failureGroups(filter);
+  }
+
+  /**
+   * Replays a group, `{endpointId, kind}`: its retrying deliveries become due now and its open
+   * dead letters are replayed. Returns how many of each.
+   * @throws ValidationError (`HERALD_INVALID_INPUT`) naming the field and rule.
+   */
+  async replayFailureGroup(input: unknown): Promise<FailureGroupReplay> {
+    const group = validateFailureGroupInput(input);
+    const replayed = await this.#store.replayFailureGroup(group, this.#clock.now());
+    this.#supervisor.signal();
+    return replayed;
   }
 
   // Status

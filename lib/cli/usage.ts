@@ -54,4 +54,13 @@ export const DLQ_USAGE = `Usage: herald dlq list [--state new|acknowledged|repla
   A bulk replay needs at least one of --endpoint, --tenant, --since, --until
   (--since 100w replays everything). It replays --page-size (100) at a time and shows progress.`;
 
+export const FAILURES_USAGE = `Usage: herald failures [--endpoint <id>] [--tenant <id>] [--limit <n, default 100>]
+       herald failures replay --endpoint <id> --kind <kind>
+
+  Lists the failing deliveries grouped by endpoint and failure kind, the largest groups first: those
+  waiting for a retry and the open dead letters, when the group's failures began and last happened,
+  and a sample of the latest. A replay makes the group's retrying deliveries due now and replays its
+  open dead letters.
+  kind: http-<status> (e.g. http-503), timeout, dns, tls, refused, reset, network, blocked, redirect, unknown`;
+
 export const STATUS_USAGE = 'Usage: herald status [--url <url>] [--token <token>] [--json]';

@@ -4,7 +4,9 @@
  * once (kept in the browser's session storage, so it goes with the tab).
  *
  * It shows this node; the endpoints with their health, breaker state,
- * failure rate over the last hour and limits (concurrency, rate limit); recent failures with their error; the
+ * failure rate over the last hour and limits (concurrency, rate limit); the failures grouped by
+ * endpoint and failure kind (retrying, dead, since when, a sample) with a Replay button per group;
+ * recent failures with their error; the
  * dead-letter queue with each letter's age and triage state, acknowledge,
  * discard (with a note and who) and replay buttons per item, a state filter
  * and a bulk "replay since";
@@ -39,6 +41,7 @@ const PAGE = String.raw`<!doctype html>
 <p id="msg" role="status"></p>
 <section><h2>This node</h2><div class="cards" id="summary"></div></section>
 <section><h2>Endpoints</h2><table id="endpoints"></table></section>
+<section><h2>Failures</h2><table id="groups"></table></section>
 <section><h2>Recent failures</h2><table id="failures"></table></section>
 <section><h2>Dead letters</h2>
 <form id="bulk" class="inline"><label>Replay every dead letter since <input id="bulk-since" type="datetime-local" required></label><button>Replay since…</button></form>
@@ -80,8 +83,8 @@ const deadQuery = () => { const v = $('dead-state').value; return v === '' ? '' 
 async function refresh() {
   if (!token()) { say('Enter the admin token (data/admin-token, or HERALD_ADMIN_TOKEN) to start.'); return; }
   try {
-    const [endpoints, dead, status, recent] = await Promise.all([
-      api('/v1/endpoints'), api('/v1/dead-letters?limit=100' + deadQuery()), api('/v1/status'), api('/v1/deliveries?limit=200')]);
+    const [endpoints, dead, status, recent, groups] = await Promise.all([
+      api('/v1/endpoints'), api('/v1/dead-letters?limit=100' + deadQuery()), api('/v1/status'), api('/v1/deliveries?limit=200'), api('/v1/failures?limit=50')]);
     const actors = new Map(status.actors.map((a) => [a.endpointId, a]));
     const rates = new Map(status.recent.endpoints.map((e) => [e.endpointId, e]));
     $('node').textContent = status.node + ' · ' + status.slotsOwned + '/' + status.slotCount + ' slots';
@@ -107,6 +110,14 @@ async function refresh() {
           '<span class="pill ' + breakerClass[breaker] + '">' + esc(breaker) + '</span>', rate, limits, esc((a?.queued ?? 0) + (a?.running ?? 0)),
           '<span class="bad">' + esc(a?.lastError ?? r?.lastError ?? '') + '</span>', action], 'data-endpoint="' + esc(e.id) + '"');
       }).join('');
+
+    $('groups').innerHTML = groups.data.length === 0 ? '<tr><td class="empty">No failures.</td></tr>' :
+      head(['endpoint', 'kind', 'count', 'retrying', 'dead', 'since', 'last', 'sample', '']) +
+      groups.data.map((g) => row(['<code>' + esc(g.endpointId) + '</code>', '<span class="pill bad">' + esc(g.kind) + '</span>', '<b>' + esc(g.count.total) + '</b>',
+        esc(g.count.retrying), esc(g.count.dead), esc(when(g.firstSeen)), esc(when(g.lastSeen)),
+        g.sample ? '<span class="bad">' + esc(g.sample.summary) + '</span>' + (g.sample.body ? ' <code>' + esc(g.sample.body.slice(0, 80)) + '</code>' : '') : '',
+        '<button data-group-endpoint="' + esc(g.endpointId) + '" data-group-kind="' + esc(g.kind) + '">Replay</button>'],
+        'data-group="' + esc(g.endpointId + ' ' + g.kind) + '"')).join('');
 
     const failures = recent.data.filter((x) => x.lastError != null && x.status !== 'delivered').slice(0, 20);
     $('failures').innerHTML = failures.length === 0 ? '<tr><td class="empty">No recent failures.</td></tr>' :
@@ -159,6 +170,11 @@ document.addEventListener('click', async (ev) => {
     if (t.dataset.replay) {
       await api('/v1/dead-letters/' + encodeURIComponent(t.dataset.replay) + '/replay', { method: 'POST' });
       say('Replayed ' + t.dataset.replay + '; it is due now.'); logPaged = false; refresh(); setTimeout(refresh, 700);
+    } else if (t.dataset.groupEndpoint) {
+      const group = { endpointId: t.dataset.groupEndpoint, kind: t.dataset.groupKind };
+      const r = await api('/v1/failures/replay', { method: 'POST', body: JSON.stringify(group) });
+      say('Replayed ' + group.kind + ' on ' + group.endpointId + ': ' + r.deadLetters + ' dead letter(s) replayed, ' + r.retrying + ' retrying delivery(ies) due now.');
+      logPaged = false; refresh(); setTimeout(refresh, 700);
     } else if (t.dataset.ack || t.dataset.discard) {
       const id = t.dataset.ack || t.dataset.discard; const action = t.dataset.ack ? 'acknowledge' : 'discard';
       const note = $('triage-note').value.trim(); const by = $('triage-by').value.trim();

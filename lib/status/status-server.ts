@@ -24,6 +24,7 @@ import {
   isHeraldError,
 } from '../errors.ts';
 import type { Herald } from '../herald.ts';
+import type { FailureGroupFilter } from '../dead-letters/failure-groups.ts';
 import { isTriageState, TRIAGE_STATES } from '../dead-letters/triage.ts';
 import { DeliveryStatus, TriageState } from '../model.ts';
 import { parseEventsBody } from '../producer/json-text.ts';
@@ -247,6 +248,9 @@ export class StatusServer {
       await h.replayDeadLetter(params.id ?? '');
       return { status: 202, json: { replayed: 1, ids: [params.id] } };
     });
+    // Failures grouped by endpoint and failure kind, and a group's replay.
+    this.#route('GET', '/v1/failures', async ({ query }) => ({ status: 200, json: { data: await h.failureGroups(failureGroupFilter(query)) } }));
+    this.#route('POST', '/v1/failures/replay', async ({ body }) => ({ status: 202, json: await h.replayFailureGroup(await body()) }));
     // Triage: acknowledge (looked at, still open) or discard (closed), with {note, by}; one, or {ids} in bulk.
     for (const [action, state] of [['acknowledge', TriageState.ACKNOWLEDGED], ['discard', TriageState.DISCARDED]] as const) {
       this.#route('POST', `/v1/dead-letters/${action}`, async ({ body }) => {
@@ -445,6 +449,13 @@ function deadLetterFilter(query: URLSearchParams): DeadLetterFilter {
     ...limitOf(query),
     ...(includeReplayed === null ? {} : { includeReplayed: includeReplayed === 'true' }),
   };
+}
+
+function failureGroupFilter(query: URLSearchParams): FailureGroupFilter {
+  for (const key of query.keys()) {
+    if (!['endpointId', 'tenantId', 'limit'].includes(key)) throw new ValidationError(key, 'is not a known filter (allowed: endpointId, tenantId, limit)');
+  }
+  return { ...optionalString(query, 'endpointId'), ...optionalString(query, 'tenantId'), ...limitOf(query) };
 }
 
 /** The body of a bulk replay by filter: `{endpointId?, tenantId?, since?, until?}`, at least one of them. */

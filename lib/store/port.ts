@@ -17,6 +17,7 @@
  * A settle is applied only while the delivery is in flight at the epoch it was
  * claimed with; otherwise it is fenced and reported back, never written.
  */
+import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../dead-letters/failure-groups.ts';
 import type { OperatorTriageState, TriageOutcome } from '../dead-letters/triage.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, TriageState } from '../model.ts';
 
@@ -176,6 +177,8 @@ export interface DeadLetterFilter {
   readonly includeReplayed?: boolean;
   /** Only dead letters in this triage state (then `includeReplayed` does not count). */
   readonly state?: TriageState;
+  /** Only dead letters of this failure kind (`lib/policy/failure-kind.ts`), e.g. `http-503`. */
+  readonly failureKind?: string;
   /** Default 100. */
   readonly limit?: number;
 }
@@ -316,6 +319,19 @@ export interface Store {
   triageDeadLetters(request: TriageRequest, now: number): Promise<TriageOutcome>;
   /** How many dead letters are in state `new` (up to `cap`: a count walks an index entry each), and the oldest one's time. */
   unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters>;
+
+  // Failures, grouped (lib/dead-letters/failure-groups.ts)
+  /**
+   * The deliveries waiting for a retry after a failed attempt and the open dead letters, grouped
+   * by endpoint and failure kind, the largest groups first, at most `filter.limit`; each with a
+   * sample, the outcome of its latest failure. Counts walk an index of the failing rows only.
+   */
+  failureGroups(filter: FailureGroupFilter): Promise<FailureGroup[]>;
+  /**
+   * Replays a group: makes its retrying deliveries due at `now` (like `resumeDeliveries`) and
+   * replays its open dead letters (like `replayDeadLetters` by filter). Returns how many of each.
+   */
+  replayFailureGroup(group: FailureGroupKey, now: number): Promise<FailureGroupReplay>;
 
   // Retention
   /** Deletes attempts and dead letters created before `before`, and fanned-out events with nothing left to deliver. */

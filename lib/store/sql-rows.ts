@@ -13,7 +13,7 @@ import type { SlotLease } from './port.ts';
 /** A structured column: JSON text (SQLite) or the parsed value (PostgreSQL `jsonb`). */
 export type JsonColumn<T> = string | T;
 
-function fromJson<T>(value: JsonColumn<T>): T {
+export function fromJson<T>(value: JsonColumn<T>): T {
   return typeof value === 'string' ? (JSON.parse(value) as T) : value;
 }
 

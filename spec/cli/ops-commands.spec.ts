@@ -232,6 +232,38 @@ describe('herald ops commands (CLI against a running status port)', function () 
     });
   });
 
+  describe('failures', () => {
+    it('lists the groups as a table and as JSON, replays one group, and refuses bad usage', async () => {
+      const { endpoint, before } = await threeDeadLetters('failures');
+      const [listed, json, missingKind, kindOnList] = await Promise.all([
+        herald(['failures', '--tenant', 'initech']),
+        herald(['failures', '--endpoint', endpoint.id, '--json']),
+        herald(['failures', 'replay', '--endpoint', endpoint.id]),
+        herald(['failures', '--kind', 'http-404']),
+      ]);
+      const lines = ok(listed).stdout.trim().split('\n');
+      expect(lines[0]).to.match(/^ENDPOINT\s+KIND\s+COUNT\s+RETRYING\s+DEAD\s+SINCE\s+LAST\s+SAMPLE$/);
+      expect(lines).to.have.length(2);
+      expect(lines[1]).to.include(endpoint.id).and.include('http-404').and.include('HTTP 404');
+      expect(ok(json).json).to.have.length(1);
+      expect((json.json as Array<{ kind: string; count: unknown }>)[0]).to.deep.include({ kind: 'http-404', count: { retrying: 0, dead: 3, total: 3 } });
+      expect(missingKind.code).to.equal(2);
+      expect(missingKind.stderr).to.include('failures replay: --endpoint and --kind are required').and.include('Usage: herald failures');
+      expect(kindOnList.code).to.equal(2);
+      expect(kindOnList.stderr).to.include('--kind belongs to failures replay');
+
+      answer = 200;
+      const replay = ok(await herald(['failures', 'replay', '--endpoint', endpoint.id, '--kind', 'http-404']));
+      expect(replay.stdout).to.equal(`Replayed http-404 on ${endpoint.id}: 3 dead letter(s) replayed, 0 retrying delivery(ies) due now.\n`);
+      await attemptsSeen(t, before + 6);
+      await t.herald.idle();
+      expect(ok(await herald(['failures'])).stdout).to.equal('No failures.\n');
+      const badKind = await herald(['failures', 'replay', '--endpoint', endpoint.id, '--kind', 'boom']);
+      expect(badKind.code).to.equal(1);
+      expect(badKind.stderr).to.include('kind: must be a failure kind');
+    });
+  });
+
   describe('dlq ack, discard and list --state', () => {
     it('acknowledges and discards by id with a note and who, lists by state with age and triage, and a filter replay skips the discarded', async () => {
       const { endpoint } = await threeDeadLetters('triage');

@@ -98,6 +98,42 @@ describe('Dashboard (in Chromium)', function () {
     });
   });
 
+  context('when an endpoint fails the same way many times', () => {
+    it('shows one group with its count, kind and sample; pressing its Replay replays the whole group', async () => {
+      f = await startStatus({ breaker: { volumeThreshold: 1_000 } });
+      const { t } = f;
+      let answer = 404;
+      sink = await startServer(() => ({ status: answer, body: 'no such hook' }));
+      const { endpoint } = await t.herald.createEndpoint({ tenantId: 'acme', url: `${sink.url}/hooks` });
+      await t.herald.publish([1, 2, 3].map((n) => ({ tenantId: 'acme', type: 'invoice.paid', payload: { n } })));
+      await attemptsSeen(t, 3);
+      await t.herald.idle();
+
+      const page = await browser!.newPage();
+      try {
+        await page.goto(`${f.base}/`);
+        await page.fill('#token', TOKEN);
+        await page.click('#login button');
+        const group = page.locator(`tr[data-group="${endpoint.id} http-404"]`);
+        await group.waitFor();
+        expect(await page.locator('#groups tr[data-group]').count()).to.equal(1);
+        const text = await group.innerText();
+        expect(text).to.include('http-404').and.include('3').and.include('HTTP 404').and.include('no such hook');
+
+        answer = 200;
+        await group.locator('button', { hasText: 'Replay' }).click();
+        await page.locator('#msg', { hasText: `Replayed http-404 on ${endpoint.id}: 3 dead letter(s) replayed` }).waitFor();
+        await attemptsSeen(t, 6);
+        await t.herald.idle();
+        await page.evaluate('refresh()');
+        await page.locator('#groups td.empty').waitFor();
+        expect(sink.received).to.have.length(6);
+      } finally {
+        await page.close();
+      }
+    });
+  });
+
   context('when an endpoint has a rate limit', () => {
     it("shows each endpoint's limits: its concurrency, and its rate limit when it has one", async () => {
       f = await startStatus();

@@ -587,6 +587,58 @@ describe('StatusServer (admin API over HTTP)', () => {
     });
   });
 
+  describe('failures, grouped', () => {
+    context('when one endpoint answers 404 and another 503', () => {
+      it('lists the groups by endpoint and kind (dead, retrying) with a sample, and replays one group', async () => {
+        const th = await boot();
+        let answer = 404;
+        sink = await startServer(() => ({ status: answer, body: 'no such hook' }));
+        otherSink = await startServer(() => ({ status: 503, body: 'busy' }));
+        const { id: gone } = await createEndpoint({ url: sink.url });
+        const { id: busy } = await createEndpoint({ url: otherSink.url });
+        await api('POST', '/v1/events', [1, 2].map((n) => ({ tenantId: 'acme', type: 'a.b', payload: { n } })));
+        await attemptsSeen(th, 4);
+        await th.herald.idle();
+
+        const listed = await api('GET', '/v1/failures');
+        expect(listed.status, listed.text).to.equal(200);
+        const groups = listed.json.data as Array<Record<string, unknown>>;
+        expect(groups.map((g) => [g.endpointId, g.kind, g.count])).to.have.deep.members([
+          [gone, 'http-404', { retrying: 0, dead: 2, total: 2 }],
+          [busy, 'http-503', { retrying: 2, dead: 0, total: 2 }],
+        ]);
+        const goneGroup = groups.find((g) => g.endpointId === gone)!;
+        expect(goneGroup).to.include({ tenantId: 'acme' });
+        expect(goneGroup.sample).to.deep.equal({ summary: 'HTTP 404', status: 404, body: 'no such hook' });
+        expect(goneGroup.firstSeen).to.be.a('number').and.at.most(goneGroup.lastSeen as number);
+        expect((await api('GET', `/v1/failures?endpointId=${busy}`)).json.data.map((g: { kind: string }) => g.kind)).to.deep.equal(['http-503']);
+        expect((await api('GET', '/v1/failures?tenantId=globex')).json.data).to.deep.equal([]);
+
+        answer = 200;
+        const replayed = await api('POST', '/v1/failures/replay', { endpointId: gone, kind: 'http-404' });
+        expect(replayed.status, replayed.text).to.equal(202);
+        expect(replayed.json).to.deep.equal({ deadLetters: 2, retrying: 0 });
+        await attemptsSeen(th, 6);
+        await th.herald.idle();
+        expect(sink.received).to.have.length(4);
+        expect((await api('GET', '/v1/failures')).json.data.map((g: { endpointId: string }) => g.endpointId)).to.deep.equal([busy]);
+      });
+    });
+
+    context('when the query or the replay body is invalid', () => {
+      it('answers 400 naming the field and the rule', async () => {
+        await boot();
+        expectError(await api('GET', '/v1/failures?kind=timeout'), 400, 'HERALD_INVALID_INPUT', 'kind');
+        expectError(await api('GET', '/v1/failures?limit=0'), 400, 'HERALD_INVALID_INPUT', 'limit');
+        expectError(await api('POST', '/v1/failures/replay', []), 400, 'HERALD_INVALID_INPUT', 'body');
+        expectError(await api('POST', '/v1/failures/replay', { kind: 'timeout' }), 400, 'HERALD_INVALID_INPUT', 'endpointId');
+        const kind = expectError(await api('POST', '/v1/failures/replay', { endpointId: 'ep_1', kind: 'http-5000' }), 400, 'HERALD_INVALID_INPUT', 'kind');
+        expect(kind.rule).to.include('http-<status>');
+        expectError(await api('POST', '/v1/failures/replay', { endpointId: 'ep_1', kind: 'dns', since: 0 }), 400, 'HERALD_INVALID_INPUT', 'since');
+      });
+    });
+  });
+
   describe('publishing over HTTP (hostile input)', () => {
     /** Sends `body` as is, with the given Authorization header. */
     async function send(path: string, body: string | Buffer | undefined, authorization: string | undefined): Promise<ApiReply> {

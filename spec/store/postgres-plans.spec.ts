@@ -111,7 +111,7 @@ describe('PostgresStore hot statements on a long history (EXPLAIN)', function ()
       settlementIds, settlementIds.map((_, i) => (i % 10 === 0 ? 'retry' : 'delivered')), settlementIds.map(() => 1),
       settlementIds.map((_, i) => (i % 10 === 0 ? NOW + 60_000 : null)), settlementIds.map(() => null), settlementIds.map(() => NOW),
       settlementIds.map(() => 5), settlementIds.map(() => '{"kind":"response","status":200}'), settlementIds.map(() => null),
-      settlementIds.map(() => null), NOW,
+      settlementIds.map(() => null), NOW, settlementIds.map((_, i) => (i % 10 === 0 ? 'http-503' : null)),
     ], ['deliveries_pkey']],
   ];
 

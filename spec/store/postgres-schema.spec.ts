@@ -84,6 +84,31 @@ describe('PostgreSQL schema (a real server)', function () {
     });
   });
 
+  context('when a database at version 4 holds failures (version 5: their kinds)', () => {
+    it('gives the retrying deliveries and the dead letters the kind unknown, and indexes the failing rows', async () => {
+      const pool = await freshPool();
+      const upTo = (version: number) => POSTGRES_MIGRATIONS.filter((m) => m.version <= version);
+      await migratePostgresSchema(pool, 'herald', upTo(4));
+      const delivery = `INSERT INTO herald.deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot, status, attempts, round,
+        next_attempt_at, lease_epoch, created_at, updated_at) VALUES ($1, 'evt', 'ep', 'acme', 't', 0, $2, $3, 0, 9000, 0, 1000, $4)`;
+      await pool.query(delivery, ['dlv_retrying', 'pending', 2, 4_000]);
+      await pool.query(delivery, ['dlv_fresh', 'pending', 0, 1_000]);
+      await pool.query(`INSERT INTO herald.dead_letters (id, delivery_id, event_id, endpoint_id, tenant_id, event_type, payload, reason,
+        last_outcome, round, created_at, replayed_at) VALUES ('dl_1', 'dlv', 'evt', 'ep', 'acme', 't', '{}', 'exhausted', '{}', 0, 2000, NULL)`);
+
+      expect(await migratePostgresSchema(pool, 'herald', upTo(5))).to.deep.equal({ from: 4, to: 5, applied: [5] });
+      const { rows } = await pool.query(`SELECT id, last_failure_kind, last_failure_at FROM herald.deliveries ORDER BY id`);
+      expect(rows).to.deep.equal([
+        { id: 'dlv_fresh', last_failure_kind: null, last_failure_at: null },
+        { id: 'dlv_retrying', last_failure_kind: 'unknown', last_failure_at: '4000' },
+      ]);
+      expect((await pool.query(`SELECT failure_kind FROM herald.dead_letters`)).rows).to.deep.equal([{ failure_kind: 'unknown' }]);
+      const index = await pool.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'herald' AND indexname LIKE '%_failing' ORDER BY indexname`);
+      expect(index.rows.map((row) => row.indexname)).to.deep.equal(['dead_letters_failing', 'deliveries_failing']);
+      expect(index.rows[1]?.indexdef).to.include('(endpoint_id, last_failure_kind, last_failure_at) INCLUDE (tenant_id)').and.include(`status = 'pending'::text`);
+    });
+  });
+
   context('when several processes start at once', () => {
     it('migrates once; the others wait for it and find it done', async () => {
       const first = await freshPool();

@@ -67,6 +67,36 @@ describe('SQLite schema versions', () => {
     expect(deadLetterFromRow(late, []).triage).to.deep.equal({ state: 'new', note: null, by: null, at: 7000 });
   });
 
+  it('version 4 gives failures recorded before it the kind unknown, and groups them over the failing-rows indexes', () => {
+    ensureSchema(db);
+    db.prepare(`UPDATE meta SET value = '3' WHERE key = 'schema_version'`).run();
+    // As version 3 laid the two tables out: without the failure columns and indexes.
+    db.exec(`DROP INDEX deliveries_failing; DROP INDEX dead_letters_failing;
+      ALTER TABLE deliveries DROP COLUMN last_failure_kind; ALTER TABLE deliveries DROP COLUMN last_failure_at;
+      ALTER TABLE dead_letters DROP COLUMN failure_kind;`);
+    const delivery = db.prepare(`INSERT INTO deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot, status, attempts, round,
+      next_attempt_at, lease_epoch, created_at, updated_at) VALUES (?, 'evt', 'ep', 'acme', 't', 0, ?, ?, 0, 9000, 0, 1000, ?)`);
+    delivery.run('dlv_retrying', 'pending', 2, 4000);
+    delivery.run('dlv_fresh', 'pending', 0, 1000);
+    delivery.run('dlv_done', 'delivered', 1, 3000);
+    db.exec(`INSERT INTO dead_letters (id, delivery_id, event_id, endpoint_id, tenant_id, event_type, payload, reason, last_outcome, round,
+      created_at, replayed_at, triage_state, triage_at) VALUES ('dl_1', 'dlv_x', 'evt', 'ep', 'acme', 't', '{}', 'exhausted', '{}', 0, 2000, NULL, 'new', 2000)`);
+
+    db.transaction(() => migrate(db, SQLITE_MIGRATIONS)).immediate();
+    expect(version(db)).to.equal('4');
+    expect(db.prepare(`SELECT id, last_failure_kind, last_failure_at FROM deliveries ORDER BY id`).all()).to.deep.equal([
+      { id: 'dlv_done', last_failure_kind: null, last_failure_at: null },
+      { id: 'dlv_fresh', last_failure_kind: null, last_failure_at: null },
+      { id: 'dlv_retrying', last_failure_kind: 'unknown', last_failure_at: 4000 },
+    ]);
+    expect(db.prepare(`SELECT failure_kind FROM dead_letters`).pluck().all()).to.deep.equal(['unknown']);
+    const plan = (sql: string) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((step) => step.detail).join(' ');
+    expect(plan(`SELECT endpoint_id, last_failure_kind, count(*) FROM deliveries WHERE status = 'pending' AND last_failure_kind IS NOT NULL
+      GROUP BY endpoint_id, last_failure_kind`)).to.include('COVERING INDEX deliveries_failing');
+    expect(plan(`SELECT endpoint_id, failure_kind, count(*) FROM dead_letters WHERE triage_state IN ('new', 'acknowledged') AND failure_kind IS NOT NULL
+      GROUP BY endpoint_id, failure_kind`)).to.include('dead_letters_failing');
+  });
+
   it('refuses a file migrated by a newer Herald with HERALD_STORE naming both versions, changing nothing', () => {
     ensureSchema(db);
     db.prepare(`UPDATE meta SET value = '99' WHERE key = 'schema_version'`).run();

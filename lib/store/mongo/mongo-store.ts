@@ -64,6 +64,8 @@ import { ChangeFeed } from './change-feed.ts';
 import type { ChangeFeedRestart, ChangeStreamLike } from './change-feed.ts';
 import { claimDue, claimForEndpoints, UnsentClaims } from './claims.ts';
 import type { StoreDb } from './collections.ts';
+import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../../dead-letters/failure-groups.ts';
+import { failureGroups, replayFailureGroup } from './failure-groups.ts';
 import { getDeadLetter, listDeadLetters, replayDeadLetters, triageDeadLetters, unreviewedDeadLetters } from './dead-letters.ts';
 import { countDeliveries, getDelivery, listAttempts, listDeliveries, nextDueAt } from './delivery-log.ts';
 import type { EmbeddedServer, StartEmbeddedServer } from './embedded-server.ts';
@@ -577,6 +579,14 @@ export class MongoStore implements Store {
 
   async unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {
     return this.#run('unreviewedDeadLetters', (state) => unreviewedDeadLetters(state, cap));
+  }
+
+  async failureGroups(filter: FailureGroupFilter): Promise<FailureGroup[]> {
+    return this.#run('failureGroups', (state) => failureGroups(state, filter));
+  }
+
+  async replayFailureGroup(group: FailureGroupKey, now: number): Promise<FailureGroupReplay> {
+    return this.#run('replayFailureGroup', (state) => replayFailureGroup(state, group, now));
   }
 
   // Retention

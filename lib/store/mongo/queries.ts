@@ -10,9 +10,11 @@
  * ({@link settleFilter}).
  */
 import type { Document, Filter, ObjectId, UpdateFilter } from 'mongodb';
+import type { FailureGroupFilter, FailureGroupKey } from '../../dead-letters/failure-groups.ts';
 import { listedStates, OPEN_TRIAGE_STATES, replayableStates, TRIAGE_STATES } from '../../dead-letters/triage.ts';
+import { failureKind } from '../../policy/failure-kind.ts';
 import type { DeliveryStatus, TriageState } from '../../model.ts';
-import type { ClaimRequest, DeadLetterFilter, DeliveryFilter, EndpointPatch, Settlement, TriageRequest } from '../port.ts';
+import type { AttemptRecord, ClaimRequest, DeadLetterFilter, DeliveryFilter, EndpointPatch, Settlement, TriageRequest } from '../port.ts';
 import type { DeadLetterDoc, DeliveryDoc, EndpointDoc, LeaseDoc } from './schema.ts';
 
 /** Listing limits: the port's default, and a cap so one request cannot read the whole collection. */
@@ -276,21 +278,33 @@ export function settleUpdate(settlement: Settlement, now: number): UpdateFilter<
   switch (settlement.kind) {
     case 'delivered':
       return {
-        $set: { status: 'delivered', lastError: settlement.attempt.error, deliveredAt: now, updatedAt: now },
+        $set: {
+          status: 'delivered',
+          lastError: settlement.attempt.error,
+          deliveredAt: now,
+          updatedAt: now,
+          lastFailureKind: null,
+          lastFailureAt: null,
+        },
         $inc: { attempts: 1 },
         $unset: unset,
       };
     case 'retry':
       return {
-        $set: { status: 'pending', nextAttemptAt: settlement.nextAttemptAt, lastError: settlement.attempt.error, updatedAt: now },
+        $set: { status: 'pending', nextAttemptAt: settlement.nextAttemptAt, ...failedSet(settlement.attempt, now) },
         $inc: { attempts: 1 },
         $unset: unset,
       };
     case 'dead':
-      return { $set: { status: 'dead', lastError: settlement.attempt.error, updatedAt: now }, $inc: { attempts: 1 }, $unset: unset };
+      return { $set: { status: 'dead', ...failedSet(settlement.attempt, now) }, $inc: { attempts: 1 }, $unset: unset };
     case 'release':
       return { $set: { status: 'pending', nextAttemptAt: settlement.nextAttemptAt, updatedAt: now }, $unset: unset };
   }
+}
+
+/** What a failed attempt writes on its delivery, retried or dead: its error, and its failure kind and when. */
+function failedSet(attempt: AttemptRecord, now: number): Partial<DeliveryDoc> {
+  return { lastError: attempt.error, updatedAt: now, lastFailureKind: failureKind(attempt.outcome), lastFailureAt: now };
 }
 
 /** A success ends the endpoint's run of failures. */
@@ -385,6 +399,7 @@ export function deadLetterListFilter(filter: DeadLetterFilter, states: readonly 
   const query: Filter<DeadLetterDoc> = {};
   if (filter.endpointId !== undefined) query.endpointId = filter.endpointId;
   if (filter.tenantId !== undefined) query.tenantId = filter.tenantId;
+  if (filter.failureKind !== undefined) query.failureKind = filter.failureKind;
   const createdAt = rangeOf(filter.since, filter.until);
   if (createdAt !== undefined) query.createdAt = createdAt;
   if (states.length === 1) query['triage.state'] = states[0];
@@ -451,9 +466,66 @@ export function replayDeliveryFilter(deliveryId: string): Filter<DeliveryDoc> {
 
 export function replayDeliveryUpdate(now: number): UpdateFilter<DeliveryDoc> {
   return {
-    $set: { status: 'pending', attempts: 0, nextAttemptAt: now, lastError: null, deliveredAt: null, updatedAt: now, wokeAt: now },
+    $set: {
+      status: 'pending',
+      attempts: 0,
+      nextAttemptAt: now,
+      lastError: null,
+      deliveredAt: null,
+      updatedAt: now,
+      wokeAt: now,
+      lastFailureKind: null,
+      lastFailureAt: null,
+    },
     $inc: { round: 1 },
   };
+}
+
+// Failures, grouped
+
+/**
+ * The retrying deliveries (pending after a failed attempt), as the partial index `deliveries_failing`
+ * holds them: its filter's own terms, so the server can use it, and a group's kind besides.
+ */
+export function retryingFailuresFilter(filter: FailureGroupFilter | FailureGroupKey): Filter<DeliveryDoc> {
+  return scoped(
+    { status: 'pending', lastFailureKind: 'kind' in filter ? { $type: 'string', $eq: filter.kind } : { $type: 'string' } },
+    filter,
+  );
+}
+
+/** The open dead letters that have a failure kind (the given one for a group). */
+export function openFailuresFilter(filter: FailureGroupFilter | FailureGroupKey): Filter<DeadLetterDoc> {
+  return scoped({ 'triage.state': { $in: [...OPEN_TRIAGE_STATES] }, failureKind: 'kind' in filter ? filter.kind : { $type: 'string' } }, filter);
+}
+
+/** The query narrowed to the filter's endpoint and tenant, when it names them. */
+function scoped<T>(query: Filter<T>, filter: FailureGroupFilter | FailureGroupKey): Filter<T> {
+  const narrowed: Record<string, unknown> = { ...query };
+  if (filter.endpointId !== undefined) narrowed['endpointId'] = filter.endpointId;
+  if ('tenantId' in filter && filter.tenantId !== undefined) narrowed['tenantId'] = filter.tenantId;
+  return narrowed as Filter<T>;
+}
+
+/** Counts the matching documents by (endpoint, kind), with the earliest and latest of their `at` field. */
+export function failureCountPipeline(match: Document, kindField: string, atField: string): Document[] {
+  return [
+    { $match: match },
+    {
+      $group: {
+        _id: { endpointId: '$endpointId', kind: `$${kindField}` },
+        tenantId: { $max: '$tenantId' },
+        count: { $sum: 1 },
+        firstSeen: { $min: `$${atField}` },
+        lastSeen: { $max: `$${atField}` },
+      },
+    },
+  ];
+}
+
+/** A group's retrying deliveries, made due now (`resumeDeliveriesUpdate` writes them). */
+export function resumeFailureGroupFilter(key: FailureGroupKey, now: number): Filter<DeliveryDoc> {
+  return { ...retryingFailuresFilter(key), nextAttemptAt: { $gt: now } };
 }
 
 // Retention

@@ -17,9 +17,9 @@ import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
 
 /**
  * Bumped when a migration is needed; stored in `meta` under `schema_version`. 2: dead letters carry
- * their `triage` ({@link migrateDeadLetterTriage}).
+ * their `triage` ({@link migrateDeadLetterTriage}); 3: failure kinds ({@link migrateFailureKinds}).
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 export const Collections = {
   META: 'meta',
@@ -114,6 +114,12 @@ export interface DeliveryDoc {
   wokeAt?: number;
   /** The store that inserted it: its own change feed skips it. */
   origin?: string;
+  /**
+   * The failure kind of the last failed attempt (`lib/policy/failure-kind.ts`), set by a retry or a
+   * death, cleared by a success and a replay; with `lastFailureAt`, when that settle was written.
+   */
+  lastFailureKind?: string | null;
+  lastFailureAt?: number | null;
 }
 
 export interface AttemptDoc {
@@ -147,6 +153,8 @@ export interface DeadLetterDoc {
   triage: TriageDoc;
   /** Insertion order among dead letters created in the same millisecond. */
   ord: ObjectId;
+  /** The failure kind of its last outcome (`lib/policy/failure-kind.ts`); `unknown` for one written before version 3. */
+  failureKind?: string;
   /** `createdAt` as a date, for the TTL index. */
   at: Date;
 }
@@ -217,6 +225,12 @@ export function indexSpecs(retentionSeconds: number | null): Readonly<Record<Col
       { key: { tenantId: 1, createdAt: -1, _id: -1 }, name: 'deliveries_tenant_log' },
       { key: { eventType: 1, createdAt: -1, _id: -1 }, name: 'deliveries_type_log' },
       { key: { status: 1, createdAt: -1, _id: -1 }, name: 'deliveries_status_log' },
+      // Failures grouped (failure-groups.ts): the retrying deliveries only, by endpoint and kind, latest first.
+      {
+        key: { endpointId: 1, lastFailureKind: 1, lastFailureAt: -1 },
+        name: 'deliveries_failing',
+        partialFilterExpression: { status: 'pending', lastFailureKind: { $type: 'string' } },
+      },
     ],
     [Collections.ATTEMPTS]: [
       { key: { deliveryId: 1, round: 1, number: 1 }, name: 'attempts_delivery' },
@@ -231,6 +245,8 @@ export function indexSpecs(retentionSeconds: number | null): Readonly<Record<Col
       // Listing (newest first) and replay by filter (oldest first, the same index backwards) by endpoint and by tenant.
       { key: { endpointId: 1, createdAt: -1, ord: -1 }, name: 'dead_letters_endpoint_log' },
       { key: { tenantId: 1, createdAt: -1, ord: -1 }, name: 'dead_letters_tenant_log' },
+      // Failures grouped (failure-groups.ts), and a group's replay: by endpoint and kind, latest first.
+      { key: { endpointId: 1, failureKind: 1, createdAt: -1 }, name: 'dead_letters_failing' },
       ...ttl('dead_letters_ttl'),
     ],
     [Collections.LEASES]: [{ key: { owner: 1 }, name: 'leases_owner' }],
@@ -308,6 +324,7 @@ export async function ensureSchema(db: Db, options: { readonly retentionMs: numb
   const meta = db.collection<MetaDoc>(Collections.META);
   const recorded = (await meta.findOne({ _id: MetaKeys.SCHEMA_VERSION }))?.value ?? 1;
   if (recorded < 2) await migrateDeadLetterTriage(db);
+  if (recorded < 3) await migrateFailureKinds(db);
   await meta.updateOne({ _id: MetaKeys.SCHEMA_VERSION }, { $max: { value: SCHEMA_VERSION } }, { upsert: true });
 }
 
@@ -337,6 +354,37 @@ export async function migrateDeadLetterTriage(db: Db): Promise<number> {
 }
 
 const MIGRATION_BATCH = 500;
+
+/**
+ * Version 3: failures recorded before failure kinds existed are `unknown` (the retrying deliveries
+ * until their next attempt, the dead letters for good). Idempotent (only documents without one are
+ * touched), so processes starting together may both run it.
+ */
+export async function migrateFailureKinds(db: Db): Promise<number> {
+  const deliveries = db.collection<DeliveryDoc>(Collections.DELIVERIES);
+  const deadLetters = db.collection<DeadLetterDoc>(Collections.DEAD_LETTERS);
+  let migrated = 0;
+  // Plain updates, no update pipeline: each delivery's time is its own last update, read first.
+  for (;;) {
+    const docs = await deliveries.find(LEGACY_RETRYING_FILTER, { projection: { _id: 1, updatedAt: 1 } }).limit(MIGRATION_BATCH).toArray();
+    if (docs.length === 0) break;
+    const result = await deliveries.bulkWrite(
+      docs.map((doc) => ({ updateOne: { filter: { _id: doc._id, ...LEGACY_RETRYING_FILTER }, update: legacyFailureUpdate(doc.updatedAt) } })),
+      { ordered: false },
+    );
+    migrated += result.modifiedCount;
+  }
+  const dead = await deadLetters.updateMany({ failureKind: { $exists: false } }, { $set: { failureKind: 'unknown' } });
+  return migrated + dead.modifiedCount;
+}
+
+/** Retrying deliveries (pending after a failed attempt) that have no failure kind. */
+export const LEGACY_RETRYING_FILTER = Object.freeze({ status: 'pending', attempts: { $gt: 0 }, lastFailureKind: { $exists: false } } as const);
+
+/** A retrying delivery of before version 3: `unknown`, since its last update. */
+export function legacyFailureUpdate(updatedAt: number): { $set: { lastFailureKind: string; lastFailureAt: number } } {
+  return { $set: { lastFailureKind: 'unknown', lastFailureAt: updatedAt } };
+}
 
 /** The triage of a dead letter written before version 2. */
 export function legacyTriage(doc: Pick<DeadLetterDoc, 'createdAt' | 'replayedAt'>): TriageDoc {

@@ -6,6 +6,7 @@
 import { ObjectId } from 'mongodb';
 import type { AnyBulkWriteOperation } from 'mongodb';
 import { StoreError } from '../../errors.ts';
+import { failureKind } from '../../policy/failure-kind.ts';
 import type { SettleResult, Settlement } from '../port.ts';
 import type { StoreDb } from './collections.ts';
 import { attemptToDoc } from './documents.ts';
@@ -71,6 +72,7 @@ export async function settle(db: StoreDb, settlements: readonly Settlement[], no
           payload: event.payload,
           reason: settlement.reason,
           lastOutcome: settlement.attempt.outcome,
+          failureKind: failureKind(settlement.attempt.outcome),
           round: delivery.round,
           createdAt: now,
           replayedAt: null,

@@ -52,7 +52,7 @@ export class DeadLetterQueries {
        ),
        revived AS (
          UPDATE ${this.#s}.deliveries d SET status = 'pending', attempts = 0, round = d.round + 1, next_attempt_at = $2,
-           last_error = NULL, delivered_at = NULL, updated_at = $2
+           last_error = NULL, delivered_at = NULL, updated_at = $2, last_failure_kind = NULL, last_failure_at = NULL
          FROM chosen c
          WHERE d.id = c.delivery_id AND d.status = 'dead'
            AND EXISTS (SELECT 1 FROM ${this.#s}.endpoints e WHERE e.id = d.endpoint_id)
@@ -137,6 +137,7 @@ function filterConditions(filter: DeadLetterFilter, states: readonly TriageState
   const where = new Conditions();
   where.add('endpoint_id = $?', filter.endpointId);
   where.add('tenant_id = $?', filter.tenantId);
+  where.add('failure_kind = $?', filter.failureKind);
   where.add('created_at >= $?', filter.since);
   where.add('created_at < $?', filter.until);
   if (states.length < TRIAGE_STATES.length) where.always(`triage_state IN (${statesSql(states)})`);

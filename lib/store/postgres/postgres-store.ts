@@ -47,12 +47,22 @@ import type {
   TriageRequest,
   UnreviewedDeadLetters,
 } from '../port.ts';
+import {
+  failureGroupsLimit,
+  mergeFailureGroups,
+  withSamples,
+  type FailureGroup,
+  type FailureGroupFilter,
+  type FailureGroupKey,
+  type FailureGroupReplay,
+} from '../../dead-letters/failure-groups.ts';
 import type { TriageOutcome } from '../../dead-letters/triage.ts';
 import { redactUri } from '../store-setting.ts';
 import { ClaimQueries } from './claims.ts';
 import { DeadLetterQueries, REPLAY_CHUNK } from './dead-letters.ts';
 import { DeliveryLogQueries } from './delivery-log.ts';
 import { EndpointQueries } from './endpoints.ts';
+import { FailureGroupQueries } from './failure-groups.ts';
 import { FanOutQueries } from './fan-out.ts';
 import { LeaseQueries } from './leases.ts';
 import { PURGE_CHUNK, RetentionQueries } from './retention.ts';
@@ -119,6 +129,7 @@ export class PostgresStore implements Store {
   readonly #settle: SettleQueries;
   readonly #log: DeliveryLogQueries;
   readonly #deadLetters: DeadLetterQueries;
+  readonly #failures: FailureGroupQueries;
   readonly #retention: RetentionQueries;
 
   #state: OpenState | undefined;
@@ -154,6 +165,7 @@ export class PostgresStore implements Store {
     this.#settle = new SettleQueries(s);
     this.#log = new DeliveryLogQueries(s);
     this.#deadLetters = new DeadLetterQueries(s);
+    this.#failures = new FailureGroupQueries(s);
     this.#retention = new RetentionQueries(s);
   }
 
@@ -413,6 +425,21 @@ export class PostgresStore implements Store {
 
   async unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {
     return this.#run('unreviewedDeadLetters', (sql) => this.#deadLetters.unreviewed(sql, cap));
+  }
+
+  async failureGroups(filter: FailureGroupFilter): Promise<FailureGroup[]> {
+    return this.#run('failureGroups', async (sql) => {
+      const [retrying, dead] = await Promise.all([this.#failures.retrying(sql, filter), this.#failures.dead(sql, filter)]);
+      const groups = mergeFailureGroups(retrying, dead, failureGroupsLimit(filter));
+      return withSamples(groups, (source, key) => this.#failures.latest(sql, source, key));
+    });
+  }
+
+  /** The retrying deliveries first (one statement), then the dead letters, a chunk per statement. */
+  async replayFailureGroup(group: FailureGroupKey, now: number): Promise<FailureGroupReplay> {
+    const retrying = await this.#run('replayFailureGroup', (sql) => this.#failures.resume(sql, group, now));
+    const replayed = await this.replayDeadLetters({ endpointId: group.endpointId, failureKind: group.kind }, now);
+    return { deadLetters: replayed.length, retrying };
   }
 
   // Retention

@@ -199,6 +199,23 @@ CREATE INDEX dead_letters_unreviewed ON ${s}.dead_letters (created_at) WHERE tri
     // {"perSecond", "burst"}; NULL: no limit, as every endpoint had before.
     sql: (s) => `ALTER TABLE ${s}.endpoints ADD COLUMN rate_limit jsonb;`,
   },
+  {
+    version: 5,
+    what: "failure kinds: of a delivery's last failed attempt and of each dead letter, and the indexes that group failures by them",
+    // Failures recorded before this version are `unknown` (retrying deliveries, open dead letters) until
+    // their next attempt; a row an older process still running writes without a kind is left out of the
+    // groups until then too. Partial: the groups walk only the failing rows; INCLUDE keeps them index-only.
+    sql: (s) => `
+ALTER TABLE ${s}.deliveries ADD COLUMN last_failure_kind text, ADD COLUMN last_failure_at bigint;
+ALTER TABLE ${s}.dead_letters ADD COLUMN failure_kind text;
+UPDATE ${s}.deliveries SET last_failure_kind = 'unknown', last_failure_at = updated_at WHERE status = 'pending' AND attempts > 0;
+UPDATE ${s}.dead_letters SET failure_kind = 'unknown';
+CREATE INDEX deliveries_failing ON ${s}.deliveries (endpoint_id, last_failure_kind, last_failure_at) INCLUDE (tenant_id)
+  WHERE status = 'pending' AND last_failure_kind IS NOT NULL;
+CREATE INDEX dead_letters_failing ON ${s}.dead_letters (endpoint_id, failure_kind, created_at) INCLUDE (tenant_id)
+  WHERE triage_state IN ('new', 'acknowledged');
+`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

@@ -10,6 +10,7 @@
  * one, so they stay right even if the engine's copy of the delivery was stale.
  */
 import { StoreError } from '../../errors.ts';
+import { failureKind } from '../../policy/failure-kind.ts';
 import type { SettleResult, Settlement } from '../port.ts';
 import { named, type Sql, type Statement } from './sql.ts';
 
@@ -21,7 +22,7 @@ export class SettleQueries {
   constructor(schema: string) {
     const s = schema;
     /*
-     * $1–$10 the settlements' fields in batch order, $11 now. An endpoint's failing-since after
+     * $1–$10 the settlements' fields in batch order, $11 now, $12 their failure kinds. An endpoint's failing-since after
      * the batch is what applying its outcomes in order gives: cleared by a success with no
      * failure after it; otherwise from the first failure after its last success in the batch,
      * or, with none, from the one already recorded, else the batch's first failure.
@@ -29,8 +30,8 @@ export class SettleQueries {
     this.#settle = named(s, 'settle', `
       WITH batch AS (
         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::int[],
-                             $8::text[], $9::text[], $10::text[]) WITH ORDINALITY
-          AS b(id, kind, epoch, next_at, error, started_at, duration_ms, outcome, dead_letter_id, reason, ord)
+                             $8::text[], $9::text[], $10::text[], $12::text[]) WITH ORDINALITY
+          AS b(id, kind, epoch, next_at, error, started_at, duration_ms, outcome, dead_letter_id, reason, failure_kind, ord)
       ),
       settled AS (
         UPDATE ${s}.deliveries d SET
@@ -39,6 +40,8 @@ export class SettleQueries {
           next_attempt_at = CASE WHEN b.kind IN ('retry', 'release') THEN b.next_at ELSE d.next_attempt_at END,
           last_error = CASE WHEN b.kind = 'release' THEN d.last_error ELSE b.error END,
           delivered_at = CASE WHEN b.kind = 'delivered' THEN $11 ELSE d.delivered_at END,
+          last_failure_kind = CASE b.kind WHEN 'release' THEN d.last_failure_kind ELSE b.failure_kind END,
+          last_failure_at = CASE b.kind WHEN 'release' THEN d.last_failure_at WHEN 'delivered' THEN NULL ELSE $11 END,
           updated_at = $11
         FROM batch b
         -- Found by primary key, so the cost follows the batch. Written "status || ''" so the planner
@@ -47,7 +50,7 @@ export class SettleQueries {
         WHERE d.id = b.id AND d.status || '' = 'in_flight' AND d.lease_epoch = b.epoch
           AND d.lease_epoch = (SELECT l.epoch FROM ${s}.leases l WHERE l.slot = d.slot)
         RETURNING d.id, d.attempts, d.round, d.endpoint_id, d.event_id, d.tenant_id, d.event_type,
-                  b.kind, b.ord, b.started_at, b.duration_ms, b.outcome, b.error, b.dead_letter_id, b.reason
+                  b.kind, b.ord, b.started_at, b.duration_ms, b.outcome, b.error, b.dead_letter_id, b.reason, b.failure_kind
       ),
       attempted AS (
         INSERT INTO ${s}.attempts (delivery_id, number, round, started_at, duration_ms, outcome, error)
@@ -74,9 +77,9 @@ export class SettleQueries {
       ),
       dead AS (
         INSERT INTO ${s}.dead_letters (id, delivery_id, event_id, endpoint_id, tenant_id, event_type, payload, reason,
-          last_outcome, round, created_at, replayed_at, triage_state, triage_at)
+          last_outcome, round, created_at, replayed_at, triage_state, triage_at, failure_kind)
         SELECT st.dead_letter_id, st.id, ev.id, st.endpoint_id, st.tenant_id, st.event_type, ev.payload, st.reason,
-          st.outcome::jsonb, st.round, $11, NULL, 'new', $11
+          st.outcome::jsonb, st.round, $11, NULL, 'new', $11, st.failure_kind
         FROM settled st JOIN ${s}.events ev ON ev.id = st.event_id
         WHERE st.kind = 'dead' ORDER BY st.ord
         RETURNING delivery_id
@@ -110,6 +113,8 @@ export class SettleQueries {
       batch.map((s) => (s.kind === 'dead' ? s.deadLetterId : null)),
       batch.map((s) => (s.kind === 'dead' ? s.reason : null)),
       now,
+      // NULL for a success (and ignored for a release).
+      batch.map((s) => (s.kind === 'retry' || s.kind === 'dead' ? failureKind(s.attempt.outcome) : null)),
     ]);
     const lost = rows.find((row) => row.event_missing);
     if (lost !== undefined) {

@@ -37,7 +37,7 @@ export class DeadLetterStatements {
       WHERE id IN (SELECT value FROM json_each(?)) AND replayed_at IS NULL ORDER BY created_at, id`);
     // A delivery whose endpoint was deleted stays dead: replaying it would leave it pending forever.
     this.#replayDelivery = db.prepare(`UPDATE deliveries SET status = 'pending', attempts = 0, round = round + 1,
-        next_attempt_at = @now, last_error = NULL, delivered_at = NULL, updated_at = @now
+        next_attempt_at = @now, last_error = NULL, delivered_at = NULL, updated_at = @now, last_failure_kind = NULL, last_failure_at = NULL
       WHERE id = @id AND status = 'dead' AND EXISTS (SELECT 1 FROM endpoints e WHERE e.id = deliveries.endpoint_id)`);
     this.#markReplayed = db.prepare(`UPDATE dead_letters SET replayed_at = @now, triage_state = 'replayed', triage_at = @now WHERE id = @id`);
     this.#statesByIds = db.prepare<unknown[], { id: string; triage_state: TriageState }>(
@@ -109,7 +109,8 @@ export class DeadLetterStatements {
 
 }
 
-function deadLetterWhere(filter: DeadLetterFilter, states: readonly TriageState[] = listedStates(filter)): { where: string[]; params: Params } {
+/** `endpoint_id = @endpointId`, `tenant_id = @tenantId`: the conditions for the ones `filter` names. */
+export function scopeWhere(filter: { readonly endpointId?: string; readonly tenantId?: string }): { where: string[]; params: Params } {
   const where: string[] = [];
   const params: Params = {};
   if (filter.endpointId !== undefined) {
@@ -119,6 +120,15 @@ function deadLetterWhere(filter: DeadLetterFilter, states: readonly TriageState[
   if (filter.tenantId !== undefined) {
     where.push('tenant_id = @tenantId');
     params['tenantId'] = filter.tenantId;
+  }
+  return { where, params };
+}
+
+function deadLetterWhere(filter: DeadLetterFilter, states: readonly TriageState[] = listedStates(filter)): { where: string[]; params: Params } {
+  const { where, params } = scopeWhere(filter);
+  if (filter.failureKind !== undefined) {
+    where.push('failure_kind = @failureKind');
+    params['failureKind'] = filter.failureKind;
   }
   if (filter.since !== undefined) {
     where.push('created_at >= @since');

@@ -46,6 +46,25 @@ CREATE INDEX dead_letters_unreviewed ON dead_letters (created_at) WHERE triage_s
     // JSON text {"perSecond", "burst"}; NULL: no limit, as every endpoint had before.
     sql: `ALTER TABLE endpoints ADD COLUMN rate_limit TEXT;`,
   },
+  {
+    version: 4,
+    what: 'failure kinds: of a delivery\'s last failed attempt and of each dead letter, and the indexes that group failures by them',
+    // Failures recorded before this version have no kind the store can read back cheaply: they are
+    // `unknown` (retrying deliveries, open dead letters) until their next attempt. A row an older
+    // process still running writes without a kind is left out of the groups until then too.
+    // Partial: the groups walk only the failing rows (pending after a failed attempt; open dead letters).
+    sql: `
+ALTER TABLE deliveries ADD COLUMN last_failure_kind TEXT;
+ALTER TABLE deliveries ADD COLUMN last_failure_at INTEGER;
+ALTER TABLE dead_letters ADD COLUMN failure_kind TEXT;
+UPDATE deliveries SET last_failure_kind = 'unknown', last_failure_at = updated_at WHERE status = 'pending' AND attempts > 0;
+UPDATE dead_letters SET failure_kind = 'unknown';
+CREATE INDEX deliveries_failing ON deliveries (endpoint_id, last_failure_kind, last_failure_at, tenant_id)
+  WHERE status = 'pending' AND last_failure_kind IS NOT NULL;
+CREATE INDEX dead_letters_failing ON dead_letters (endpoint_id, failure_kind, created_at, tenant_id)
+  WHERE triage_state IN ('new', 'acknowledged');
+`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */

@@ -9,6 +9,7 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { StoreError } from '../../errors.ts';
+import { failureKind } from '../../policy/failure-kind.ts';
 import type { SettleResult, Settlement } from '../port.ts';
 import type { Statement } from './sql.ts';
 
@@ -41,18 +42,20 @@ export class SettleStatements {
 
   constructor(db: BetterSqlite3.Database) {
     this.#delivered = db.prepare<unknown[], SettledRow>(`UPDATE deliveries SET status = 'delivered', attempts = attempts + 1,
-        last_error = @error, delivered_at = @now, updated_at = @now WHERE ${FENCE} ${SETTLED}`);
+        last_error = @error, delivered_at = @now, updated_at = @now, last_failure_kind = NULL, last_failure_at = NULL
+      WHERE ${FENCE} ${SETTLED}`);
     this.#retry = db.prepare<unknown[], SettledRow>(`UPDATE deliveries SET status = 'pending', attempts = attempts + 1,
-        next_attempt_at = @next, last_error = @error, updated_at = @now WHERE ${FENCE} ${SETTLED}`);
+        next_attempt_at = @next, last_error = @error, updated_at = @now, last_failure_kind = @kind, last_failure_at = @now
+      WHERE ${FENCE} ${SETTLED}`);
     this.#dead = db.prepare<unknown[], SettledRow>(`UPDATE deliveries SET status = 'dead', attempts = attempts + 1,
-        last_error = @error, updated_at = @now WHERE ${FENCE} ${SETTLED}`);
+        last_error = @error, updated_at = @now, last_failure_kind = @kind, last_failure_at = @now WHERE ${FENCE} ${SETTLED}`);
     this.#release = db.prepare<unknown[], SettledRow>(`UPDATE deliveries SET status = 'pending', next_attempt_at = @next,
         updated_at = @now WHERE ${FENCE} ${SETTLED}`);
     this.#insertAttempt = db.prepare(`INSERT INTO attempts (delivery_id, number, round, started_at, duration_ms, outcome, error)
       VALUES (@deliveryId, @number, @round, @startedAt, @durationMs, @outcome, @error)`);
     this.#insertDeadLetter = db.prepare(`INSERT INTO dead_letters (id, delivery_id, event_id, endpoint_id, tenant_id, event_type,
-        payload, reason, last_outcome, round, created_at, replayed_at, triage_state, triage_at)
-      SELECT @id, @deliveryId, e.id, @endpointId, @tenantId, @eventType, e.payload, @reason, @lastOutcome, @round, @now, NULL, 'new', @now
+        payload, reason, last_outcome, round, created_at, replayed_at, triage_state, triage_at, failure_kind)
+      SELECT @id, @deliveryId, e.id, @endpointId, @tenantId, @eventType, e.payload, @reason, @lastOutcome, @round, @now, NULL, 'new', @now, @kind
       FROM events e WHERE e.id = @eventId`);
     this.#clearFailing = db.prepare(`UPDATE endpoints SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL`);
     this.#markFailing = db.prepare(`UPDATE endpoints SET failing_since = @since WHERE id = @id AND failing_since IS NULL`);
@@ -74,16 +77,17 @@ export class SettleStatements {
       return this.#release.get({ ...fence, next: settlement.nextAttemptAt }) !== undefined;
     }
     const { attempt } = settlement;
+    const kind = failureKind(attempt.outcome);
     let row: SettledRow | undefined;
     switch (settlement.kind) {
       case 'delivered':
         row = this.#delivered.get({ ...fence, error: attempt.error });
         break;
       case 'retry':
-        row = this.#retry.get({ ...fence, error: attempt.error, next: settlement.nextAttemptAt });
+        row = this.#retry.get({ ...fence, error: attempt.error, next: settlement.nextAttemptAt, kind });
         break;
       case 'dead':
-        row = this.#dead.get({ ...fence, error: attempt.error });
+        row = this.#dead.get({ ...fence, error: attempt.error, kind });
         break;
     }
     if (row === undefined) return false;
@@ -111,6 +115,7 @@ export class SettleStatements {
         eventType: row.event_type,
         reason: settlement.reason,
         lastOutcome: outcome,
+        kind,
         round: row.round,
         now,
         eventId: row.event_id,

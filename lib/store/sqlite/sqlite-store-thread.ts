@@ -38,6 +38,7 @@ import type {
   TriageRequest,
   UnreviewedDeadLetters,
 } from '../port.ts';
+import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../../dead-letters/failure-groups.ts';
 import type { TriageOutcome } from '../../dead-letters/triage.ts';
 import type { SqliteStoreOptions } from './sqlite-store.ts';
 import { rebuildError, type StoreThreadMethod, type StoreThreadReply, type StoreThreadRequest } from './store-thread-messages.ts';
@@ -191,6 +192,14 @@ export class SqliteStoreThread implements Store {
   }
   unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {
     return this.#call('unreviewedDeadLetters', [cap]);
+  }
+
+  failureGroups(filter: FailureGroupFilter): Promise<FailureGroup[]> {
+    return this.#call('failureGroups', [filter]);
+  }
+
+  replayFailureGroup(group: FailureGroupKey, now: number): Promise<FailureGroupReplay> {
+    return this.#call('replayFailureGroup', [group, now]);
   }
   purge(before: number): Promise<PurgeResult> {
     return this.#call('purge', [before]);

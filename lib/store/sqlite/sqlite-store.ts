@@ -53,12 +53,22 @@ import type {
   TriageRequest,
   UnreviewedDeadLetters,
 } from '../port.ts';
+import {
+  failureGroupsLimit,
+  mergeFailureGroups,
+  sampledGroup,
+  type FailureGroup,
+  type FailureGroupFilter,
+  type FailureGroupKey,
+  type FailureGroupReplay,
+} from '../../dead-letters/failure-groups.ts';
 import type { TriageOutcome } from '../../dead-letters/triage.ts';
 import { ClaimStatements } from './claims.ts';
 import { CommitGroup, type MemberOutcome } from './commit-group.ts';
 import { DeadLetterStatements, REPLAY_CHUNK } from './dead-letters.ts';
 import { DeliveryLogStatements } from './delivery-log.ts';
 import { EndpointStatements } from './endpoints.ts';
+import { FailureGroupStatements } from './failure-groups.ts';
 import { FanOutStatements } from './fan-out.ts';
 import { LeaseStatements } from './leases.ts';
 import { LockWaiter, LockWaitTimeout, type LockAccess } from './lock-waiter.ts';
@@ -129,6 +139,7 @@ interface OpenState {
   readonly settle: SettleStatements;
   readonly log: DeliveryLogStatements;
   readonly deadLetters: DeadLetterStatements;
+  readonly failures: FailureGroupStatements;
   readonly retention: RetentionStatements;
   /** Runs a function in a savepoint of the open transaction (a commit group's member). */
   readonly inSavepoint: (run: () => unknown) => unknown;
@@ -445,6 +456,26 @@ export class SqliteStore implements Store {
     return this.#run('unreviewedDeadLetters', ({ db, deadLetters }) => db.transaction(() => deadLetters.unreviewed(cap))(), 'read');
   }
 
+  /** Both sides counted and sampled in one read transaction: one snapshot. */
+  async failureGroups(filter: FailureGroupFilter): Promise<FailureGroup[]> {
+    return this.#run(
+      'failureGroups',
+      ({ db, failures }) =>
+        db.transaction(() => {
+          const groups = mergeFailureGroups(failures.retrying(filter), failures.dead(filter), failureGroupsLimit(filter));
+          return groups.map((group) => sampledGroup(group, failures.latest(group.sampleFrom, group)));
+        })(),
+      'read',
+    );
+  }
+
+  /** The retrying deliveries first (one statement), then the dead letters, `REPLAY_CHUNK` per transaction. */
+  async replayFailureGroup(group: FailureGroupKey, now: number): Promise<FailureGroupReplay> {
+    const retrying = await this.#run('replayFailureGroup', ({ failures }) => failures.resume(group, now));
+    const replayed = await this.replayDeadLetters({ endpointId: group.endpointId, failureKind: group.kind }, now);
+    return { deadLetters: replayed.length, retrying };
+  }
+
   // Retention
 
   async purge(before: number): Promise<PurgeResult> {
@@ -571,6 +602,7 @@ function prepareConnection(db: BetterSqlite3.Database): OpenState {
     settle: new SettleStatements(db),
     log: new DeliveryLogStatements(db, dynamic),
     deadLetters: new DeadLetterStatements(db, dynamic),
+    failures: new FailureGroupStatements(db, dynamic),
     retention: new RetentionStatements(db),
     inSavepoint: db.transaction((run: () => unknown) => run()),
   };

@@ -17,6 +17,10 @@ import {
   dueCountFilter,
   endpointChosen,
   endpointDueFilter,
+  failureCountPipeline,
+  openFailuresFilter,
+  resumeFailureGroupFilter,
+  retryingFailuresFilter,
   movedSlots,
   orphansFilter,
   statusCountFilter,
@@ -56,6 +60,7 @@ import type { ClaimRequest, Settlement } from '../../../lib/store/port.ts';
 
 const NOW = 1_000_000;
 const OK = { kind: 'response', status: 200, location: null, retryAfter: null, body: 'ok' } as const;
+const BUSY = { kind: 'response', status: 503, location: null, retryAfter: null, body: 'busy' } as const;
 const attempt = { number: 1, startedAt: NOW - 100, durationMs: 100, outcome: OK, error: 'HTTP 503' };
 
 function request(overrides: Partial<ClaimRequest> = {}): ClaimRequest {
@@ -174,15 +179,27 @@ describe('MongoDB store queries', () => {
       const kinds: Array<[Settlement, object]> = [
         [
           { kind: 'delivered', ...base, attempt: { ...attempt, error: null } },
-          { $set: { status: 'delivered', lastError: null, deliveredAt: NOW, updatedAt: NOW }, $inc: { attempts: 1 }, $unset: unset },
+          {
+            $set: { status: 'delivered', lastError: null, deliveredAt: NOW, updatedAt: NOW, lastFailureKind: null, lastFailureAt: null },
+            $inc: { attempts: 1 },
+            $unset: unset,
+          },
         ],
         [
-          { kind: 'retry', ...base, attempt, nextAttemptAt: NOW + 30 },
-          { $set: { status: 'pending', nextAttemptAt: NOW + 30, lastError: 'HTTP 503', updatedAt: NOW }, $inc: { attempts: 1 }, $unset: unset },
+          { kind: 'retry', ...base, attempt: { ...attempt, outcome: BUSY }, nextAttemptAt: NOW + 30 },
+          {
+            $set: { status: 'pending', nextAttemptAt: NOW + 30, lastError: 'HTTP 503', updatedAt: NOW, lastFailureKind: 'http-503', lastFailureAt: NOW },
+            $inc: { attempts: 1 },
+            $unset: unset,
+          },
         ],
         [
-          { kind: 'dead', ...base, attempt, deadLetterId: 'dl_1', reason: 'exhausted' },
-          { $set: { status: 'dead', lastError: 'HTTP 503', updatedAt: NOW }, $inc: { attempts: 1 }, $unset: unset },
+          { kind: 'dead', ...base, attempt: { ...attempt, outcome: { kind: 'timeout', timeoutMs: 10_000 } }, deadLetterId: 'dl_1', reason: 'exhausted' },
+          {
+            $set: { status: 'dead', lastError: 'HTTP 503', updatedAt: NOW, lastFailureKind: 'timeout', lastFailureAt: NOW },
+            $inc: { attempts: 1 },
+            $unset: unset,
+          },
         ],
         [{ kind: 'release', ...base, nextAttemptAt: NOW + 60 }, { $set: { status: 'pending', nextAttemptAt: NOW + 60, updatedAt: NOW }, $unset: unset }],
       ];
@@ -191,8 +208,9 @@ describe('MongoDB store queries', () => {
 
     it('are worked out in memory exactly as the server applies them (claim id gone, attempt counted)', () => {
       const doc = { _id: 'dlv_1', status: 'in_flight', attempts: 2, claimId: new ObjectId(), lastError: 'x', nextAttemptAt: 5 };
-      expect(applyUpdate(doc, settleUpdate({ kind: 'retry', ...base, attempt, nextAttemptAt: NOW + 30 }, NOW) as never)).to.deep.equal({
+      expect(applyUpdate(doc, settleUpdate({ kind: 'retry', ...base, attempt: { ...attempt, outcome: BUSY }, nextAttemptAt: NOW + 30 }, NOW) as never)).to.deep.equal({
         _id: 'dlv_1', status: 'pending', attempts: 3, lastError: 'HTTP 503', nextAttemptAt: NOW + 30, updatedAt: NOW,
+        lastFailureKind: 'http-503', lastFailureAt: NOW,
       });
       expect(applyUpdate({ n: 1 }, { $inc: { m: 2 } } as never)).to.deep.equal({ n: 1, m: 2 });
     });
@@ -218,7 +236,17 @@ describe('MongoDB store queries', () => {
       expect(resumeDeliveriesUpdate(NOW)).to.deep.equal({ $set: { nextAttemptAt: NOW, updatedAt: NOW, wokeAt: NOW } });
       expect(replayDeliveryFilter('dlv_1')).to.deep.equal({ _id: 'dlv_1', status: 'dead' });
       expect(replayDeliveryUpdate(NOW)).to.deep.equal({
-        $set: { status: 'pending', attempts: 0, nextAttemptAt: NOW, lastError: null, deliveredAt: null, updatedAt: NOW, wokeAt: NOW },
+        $set: {
+          status: 'pending',
+          attempts: 0,
+          nextAttemptAt: NOW,
+          lastError: null,
+          deliveredAt: null,
+          updatedAt: NOW,
+          wokeAt: NOW,
+          lastFailureKind: null,
+          lastFailureAt: null,
+        },
         $inc: { round: 1 },
       });
     });
@@ -261,6 +289,15 @@ describe('MongoDB store queries', () => {
       expect(deadLetterReplayFilter({ state: 'acknowledged' })).to.deep.equal({ 'triage.state': 'acknowledged' });
       expect(deadLetterReplayFilter({ state: 'discarded' })).to.equal(undefined);
       expect(markReplayedUpdate(NOW)).to.deep.equal({ $set: { replayedAt: NOW, 'triage.state': 'replayed', 'triage.at': NOW } });
+    });
+
+    it('filters dead letters by failure kind, and a replay by filter with it', () => {
+      expect(deadLetterListFilter({ endpointId: 'e', failureKind: 'http-503' })).to.deep.equal({
+        endpointId: 'e',
+        failureKind: 'http-503',
+        'triage.state': { $in: ['new', 'acknowledged'] },
+      });
+      expect(deadLetterReplayFilter({ failureKind: 'timeout' })).to.deep.equal({ failureKind: 'timeout', 'triage.state': { $in: ['new', 'acknowledged'] } });
     });
 
     it('sets an operator\'s triage only on open dead letters, each id once', () => {
@@ -393,6 +430,58 @@ describe('MongoDB store queries and the indexes that serve them', () => {
         const query = deadLetterListFilter({ ...filter, includeReplayed: true });
         expect(servesInOrder(index('dead_letters', name), equalityFields(query), DEAD_LETTER_LIST_SORT), name).to.equal(true);
       }
+    });
+  });
+
+  context('when failures are grouped', () => {
+    it('counts retrying deliveries with the partial index deliveries_failing\'s own terms, filtered by endpoint and tenant', () => {
+      const failing = specs.deliveries.find((i) => i.name === 'deliveries_failing');
+      expect(failing?.partialFilterExpression).to.deep.equal({ status: 'pending', lastFailureKind: { $type: 'string' } });
+      expect(Object.keys(index('deliveries', 'deliveries_failing'))).to.deep.equal(['endpointId', 'lastFailureKind', 'lastFailureAt']);
+      expect(retryingFailuresFilter({})).to.deep.equal({ status: 'pending', lastFailureKind: { $type: 'string' } });
+      expect(retryingFailuresFilter({ endpointId: 'ep_1', tenantId: 'acme', limit: 5 })).to.deep.equal({
+        status: 'pending',
+        lastFailureKind: { $type: 'string' },
+        endpointId: 'ep_1',
+        tenantId: 'acme',
+      });
+    });
+
+    it('counts open dead letters that have a kind, on an index by endpoint and kind', () => {
+      expect(openFailuresFilter({ tenantId: 'acme' })).to.deep.equal({
+        'triage.state': { $in: ['new', 'acknowledged'] },
+        failureKind: { $type: 'string' },
+        tenantId: 'acme',
+      });
+      expect(Object.keys(index('dead_letters', 'dead_letters_failing'))).to.deep.equal(['endpointId', 'failureKind', 'createdAt']);
+    });
+
+    it('groups by endpoint and kind, with the tenant, a count and the earliest and latest times', () => {
+      expect(failureCountPipeline({ status: 'pending' }, 'lastFailureKind', 'lastFailureAt')).to.deep.equal([
+        { $match: { status: 'pending' } },
+        {
+          $group: {
+            _id: { endpointId: '$endpointId', kind: '$lastFailureKind' },
+            tenantId: { $max: '$tenantId' },
+            count: { $sum: 1 },
+            firstSeen: { $min: '$lastFailureAt' },
+            lastSeen: { $max: '$lastFailureAt' },
+          },
+        },
+      ]);
+    });
+
+    it('reads a group (its sample, its replay) by endpoint and kind: the index\'s leading keys, latest first', () => {
+      const key = { endpointId: 'ep_1', kind: 'http-503' };
+      expect(retryingFailuresFilter(key)).to.deep.equal({ status: 'pending', lastFailureKind: { $type: 'string', $eq: 'http-503' }, endpointId: 'ep_1' });
+      expect(openFailuresFilter(key)).to.deep.equal({ 'triage.state': { $in: ['new', 'acknowledged'] }, failureKind: 'http-503', endpointId: 'ep_1' });
+      expect(servesInOrder(index('dead_letters', 'dead_letters_failing'), ['endpointId', 'failureKind'], { createdAt: -1 })).to.equal(true);
+      expect(resumeFailureGroupFilter(key, NOW)).to.deep.equal({
+        status: 'pending',
+        lastFailureKind: { $type: 'string', $eq: 'http-503' },
+        endpointId: 'ep_1',
+        nextAttemptAt: { $gt: NOW },
+      });
     });
   });
 

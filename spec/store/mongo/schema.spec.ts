@@ -1,6 +1,15 @@
 import { expect } from 'chai';
 import type { Db } from 'mongodb';
-import { Collections, indexSpecs, MAX_TTL_SECONDS, migrateDeadLetterTriage, retentionSeconds, SCHEMA_VERSION } from '../../../lib/store/mongo/schema.ts';
+import {
+  Collections,
+  indexSpecs,
+  LEGACY_RETRYING_FILTER,
+  MAX_TTL_SECONDS,
+  migrateDeadLetterTriage,
+  migrateFailureKinds,
+  retentionSeconds,
+  SCHEMA_VERSION,
+} from '../../../lib/store/mongo/schema.ts';
 
 describe('MongoDB schema', () => {
   it('declares indexes for every collection, TTL indexes on attempts and dead letters', () => {
@@ -27,7 +36,6 @@ describe('MongoDB schema', () => {
   });
 
   it('gives version 2 to dead letters without a triage: replayed since their replay, else new since their creation, in batches', async () => {
-    expect(SCHEMA_VERSION).to.equal(2);
     type Doc = { _id: string; createdAt: number; replayedAt: number | null; triage?: unknown };
     const docs: Doc[] = [
       ...Array.from({ length: 600 }, (_, i): Doc => ({ _id: `dl_${i}`, createdAt: i, replayedAt: null })),
@@ -55,6 +63,43 @@ describe('MongoDB schema', () => {
     expect(docs.find((d) => d._id === 'dl_replayed')?.triage).to.deep.equal({ state: 'replayed', note: null, by: null, at: 9 });
     expect(docs.find((d) => d._id === 'dl_done')?.triage).to.deep.equal({ state: 'acknowledged', note: 'n', by: 'b', at: 3 });
     expect(await migrateDeadLetterTriage(db), 'run again: nothing left').to.equal(0);
+  });
+
+  it('is at version 3: dead letters carry their triage (2) and failures their kind (3)', () => {
+    expect(SCHEMA_VERSION).to.equal(3);
+  });
+
+  it('gives version 3 to retrying deliveries without a failure kind (unknown, since their last update) and to every dead letter, in batches', async () => {
+    type Delivery = { _id: string; updatedAt: number; lastFailureKind?: string; lastFailureAt?: number };
+    const deliveries: Delivery[] = Array.from({ length: 501 }, (_, i) => ({ _id: `dlv_${i}`, updatedAt: i }));
+    const untouched = () => deliveries.filter((d) => d.lastFailureKind === undefined);
+    const filters: unknown[] = [];
+    const deliveryCollection = {
+      find: (filter: unknown) => {
+        filters.push(filter);
+        return { limit: (n: number) => ({ toArray: async () => untouched().slice(0, n).map(({ _id, updatedAt }) => ({ _id, updatedAt })) }) };
+      },
+      bulkWrite: async (ops: Array<{ updateOne: { filter: { _id: string }; update: { $set: { lastFailureKind: string; lastFailureAt: number } } } }>) => {
+        for (const { updateOne } of ops) Object.assign(deliveries.find((d) => d._id === updateOne.filter._id)!, updateOne.update.$set);
+        return { modifiedCount: ops.length };
+      },
+    };
+    const deadUpdates: unknown[] = [];
+    const deadLetterCollection = {
+      updateMany: async (filter: unknown, update: unknown) => {
+        deadUpdates.push([filter, update]);
+        return { modifiedCount: 7 };
+      },
+    };
+    const db = {
+      collection: (name: string) => (name === Collections.DELIVERIES ? deliveryCollection : name === Collections.DEAD_LETTERS ? deadLetterCollection : expect.fail(name)),
+    } as unknown as Db;
+    expect(await migrateFailureKinds(db)).to.equal(508);
+    expect(filters[0]).to.deep.equal(LEGACY_RETRYING_FILTER);
+    expect(LEGACY_RETRYING_FILTER).to.deep.equal({ status: 'pending', attempts: { $gt: 0 }, lastFailureKind: { $exists: false } });
+    expect(deliveries[42]).to.deep.equal({ _id: 'dlv_42', updatedAt: 42, lastFailureKind: 'unknown', lastFailureAt: 42 });
+    expect(untouched()).to.deep.equal([]);
+    expect(deadUpdates).to.deep.equal([[{ failureKind: { $exists: false } }, { $set: { failureKind: 'unknown' } }]]);
   });
 
   it('turns retention into whole TTL seconds within MongoDB\'s limits', () => {
