@@ -6,6 +6,7 @@ import { resolveConfig, type ConfigOverrides } from '../../lib/config/config.ts'
 import { Herald } from '../../lib/herald.ts';
 import { slotOf } from '../../lib/ids.ts';
 import { LOOPBACK, startServer, type TestServer } from '../support/harness.ts';
+import { createEndpoints, deliverThroughAKill, recordingSink } from '../support/kill-one-node.ts';
 import { startNodeProcess, type NodeProcess } from '../support/node-process.ts';
 import { pauseOutsideAWrite } from '../support/pause-outside-write.ts';
 
@@ -75,52 +76,14 @@ describe('Cluster (real processes on one SQLite file)', function () {
       // A longer lease than above: under this load a 1 s lease can lapse on a busy survivor, which is a
       // legitimate takeover (and duplicate) but not the one this test is about.
       overrides = { ...overrides, engine: { leaseMs: 3_000, renewIntervalMs: 300, sweepIntervalMs: 200 } };
-      const seenAt = new Map<string, number[]>();
-      sink = await startServer((request) => {
-        const id = String(request.headers['webhook-id']);
-        const times = seenAt.get(id) ?? [];
-        times.push(Date.now());
-        seenAt.set(id, times);
-        return { status: 200 };
-      });
-      const setup = await Herald.open(resolveConfig(overrides));
-      for (let e = 0; e < 50; e++) await setup.createEndpoint({ tenantId: `t${e}`, url: `${sink.url}/e${e}` });
+      const recorded = await recordingSink();
+      sink = recorded.sink;
+      await createEndpoints(overrides, sink);
       for (let i = 0; i < 3; i++) nodes.push(await startNodeProcess(overrides));
       await nodes[0]?.until(() => balanced(nodes));
 
-      const ids: string[] = [];
-      for (let batch = 0; batch < 10; batch++) {
-        const events = Array.from({ length: 500 }, (_, i) => ({ tenantId: `t${(batch * 500 + i) % 50}`, type: 'a.b', payload: { n: batch * 500 + i } }));
-        ids.push(...(await setup.publish(events)).map((e) => e.id));
-      }
-      await setup.close();
-
-      await sink.requests(1_500);
-      const victim = nodes.shift() as NodeProcess;
-      await victim.stop('SIGKILL');
-      const killedAt = Date.now();
-
-      for (let seen = sink.received.length; !ids.every((id) => seenAt.has(id)); seen++) await sink.requests(seen + 1);
-      const survivors = [...nodes];
-      await Promise.all(nodes.map((n) => n.stop('SIGTERM')));
-      nodes.length = 0;
-
-      const check = await Herald.open(resolveConfig(overrides));
-      try {
-        const counts = await check.store.countDeliveries();
-        expect(counts.delivered).to.equal(5_000);
-      } finally {
-        await check.close();
-      }
-      // A duplicate is a delivery the killed node had in flight (first sent before the kill), or one
-      // whose settle a survivor saw fenced (its lease lapsed under load and the other took the slot).
-      const fenced = new Set(survivors.flatMap((n) => [...n.fenced]));
-      const duplicates = [...seenAt].filter(([, times]) => times.length > 1);
-      for (const [id, times] of duplicates) {
-        expect((times[0] ?? 0) <= killedAt || fenced.has(id), `${id} sent twice for no reason`).to.equal(true);
-      }
-      const byKill = duplicates.filter(([, times]) => (times[0] ?? 0) <= killedAt).length;
-      console.log(`      (${duplicates.length} of 5000 events sent twice: ${byKill} in flight at the kill, ${duplicates.length - byKill} after a fenced write)`);
+      const outcome = await deliverThroughAKill(overrides, nodes, recorded);
+      console.log(`      (${outcome.duplicates} of 5000 events sent twice: ${outcome.inFlightAtKill} in flight at the kill, ${outcome.duplicates - outcome.inFlightAtKill} after a fenced write)`);
     });
   });
 

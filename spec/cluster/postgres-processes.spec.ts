@@ -14,7 +14,8 @@ import { Herald } from '../../lib/herald.ts';
 import { publish as publishPg } from '../../lib/producer/postgres-publish.ts';
 import type { PostgresStore } from '../../lib/store/postgres/postgres-store.ts';
 import { StatusServer } from '../../lib/status/status-server.ts';
-import { LOOPBACK, nextEvent, startServer, type TestServer } from '../support/harness.ts';
+import { LOOPBACK, nextEvent, type TestServer } from '../support/harness.ts';
+import { allSeen, createEndpoints, deliverThroughAKill, recordingSink } from '../support/kill-one-node.ts';
 import { startNodeProcess, type NodeProcess } from '../support/node-process.ts';
 import { createTestDatabase, startDedicatedServer, type DedicatedServer } from '../support/postgres-server.ts';
 
@@ -23,23 +24,6 @@ const SLOTS = 256;
 function covered(nodes: readonly NodeProcess[]): boolean {
   const all = nodes.flatMap((n) => n.slots);
   return all.length === SLOTS && new Set(all).size === SLOTS;
-}
-
-/** A sink that answers 200 and records when each webhook-id arrived. */
-async function recordingSink(): Promise<{ sink: TestServer; seenAt: Map<string, number[]> }> {
-  const seenAt = new Map<string, number[]>();
-  const sink = await startServer((request) => {
-    const id = String(request.headers['webhook-id']);
-    const times = seenAt.get(id) ?? [];
-    times.push(Date.now());
-    seenAt.set(id, times);
-    return { status: 200 };
-  });
-  return { sink, seenAt };
-}
-
-async function allSeen(sink: TestServer, seenAt: ReadonlyMap<string, unknown>, ids: readonly string[]): Promise<void> {
-  for (let seen = sink.received.length; !ids.every((id) => seenAt.has(id)); seen++) await sink.requests(seen + 1);
 }
 
 describe('Cluster (real processes on one PostgreSQL server)', function () {
@@ -70,45 +54,17 @@ describe('Cluster (real processes on one PostgreSQL server)', function () {
       };
       const recorded = await recordingSink();
       sink = recorded.sink;
-      const { seenAt } = recorded;
-      const setup = await Herald.open(resolveConfig(overrides));
-      for (let e = 0; e < 50; e++) await setup.createEndpoint({ tenantId: `t${e}`, url: `${sink.url}/e${e}` });
+      await createEndpoints(overrides, sink);
       for (let i = 0; i < 3; i++) nodes.push(await startNodeProcess(overrides));
       await nodes[0]?.until(() => covered(nodes));
 
-      const ids: string[] = [];
-      for (let batch = 0; batch < 10; batch++) {
-        const events = Array.from({ length: 500 }, (_, i) => ({ tenantId: `t${(batch * 500 + i) % 50}`, type: 'a.b', payload: { n: batch * 500 + i } }));
-        ids.push(...(await setup.publish(events)).map((e) => e.id));
-      }
-      await setup.close();
-
-      await sink.requests(1_500);
-      const victim = nodes.shift() as NodeProcess;
-      await victim.stop('SIGKILL');
-      const killedAt = Date.now();
-      await nodes[0]?.until(() => covered(nodes));
-      const coveredAfterMs = Date.now() - killedAt;
-
-      await allSeen(sink, seenAt, ids);
-      const survivors = [...nodes];
-      await Promise.all(nodes.map((n) => n.stop('SIGTERM')));
-      nodes.length = 0;
-
-      const check = await Herald.open(resolveConfig(overrides));
-      try {
-        expect((await check.store.countDeliveries()).delivered).to.equal(5_000);
-      } finally {
-        await check.close();
-      }
-      const fenced = new Set(survivors.flatMap((n) => [...n.fenced]));
-      const duplicates = [...seenAt].filter(([, times]) => times.length > 1);
-      for (const [id, times] of duplicates) {
-        expect((times[0] ?? 0) <= killedAt || fenced.has(id), `${id} sent twice for no reason`).to.equal(true);
-      }
-      const byKill = duplicates.filter(([, times]) => (times[0] ?? 0) <= killedAt).length;
-      console.log(`      (slots covered again ${coveredAfterMs} ms after the kill, lease 3000 ms, heartbeat 300 ms; ` +
-        `${duplicates.length} of 5000 sent twice: ${byKill} in flight at the kill)`);
+      let coveredAt = 0;
+      const outcome = await deliverThroughAKill(overrides, nodes, recorded, async () => {
+        await nodes[0]?.until(() => covered(nodes));
+        coveredAt = Date.now();
+      });
+      console.log(`      (slots covered again ${coveredAt - outcome.killedAt} ms after the kill, lease 3000 ms, heartbeat 300 ms; ` +
+        `${outcome.duplicates} of 5000 sent twice: ${outcome.inFlightAtKill} in flight at the kill)`);
     });
   });
 
