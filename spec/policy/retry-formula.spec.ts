@@ -1,20 +1,10 @@
 import { expect } from 'chai';
-import { ValidationError } from '../../lib/errors.ts';
 import { growthWaitMs, parseRetryFormula } from '../../lib/policy/retry-formula.ts';
+import { validationErrorOf } from '../support/validation-error.ts';
 
 const SECOND = 1_000;
 const HOUR = 3_600 * SECOND;
 const DAY = 24 * HOUR;
-
-function validationErrorOf(fn: () => unknown): ValidationError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).to.be.instanceOf(ValidationError);
-    return error as ValidationError;
-  }
-  throw new Error('expected a ValidationError');
-}
 
 describe('parseRetryFormula', () => {
   context('when the formula is valid', () => {

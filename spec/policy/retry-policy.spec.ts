@@ -1,23 +1,13 @@
 import { expect } from 'chai';
 import { seededRandom, type Random } from '../../lib/clock.ts';
-import { ValidationError } from '../../lib/errors.ts';
 import { resolveRetrySpec, retryPolicyOf, retryWaitMs } from '../../lib/policy/retry-policy.ts';
 import { RETRY_PRESETS } from '../../lib/policy/retry-schedule.ts';
+import { validationErrorOf } from '../support/validation-error.ts';
 
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
-
-function validationErrorOf(fn: () => unknown): ValidationError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).to.be.instanceOf(ValidationError);
-    return error as ValidationError;
-  }
-  throw new Error('expected a ValidationError');
-}
 
 /** A random source that returns `r` every time. */
 const fixed = (r: number): Random => () => r;

@@ -1,20 +1,10 @@
 import { expect } from 'chai';
-import { ValidationError } from '../../lib/errors.ts';
 import { parseSchedule, RETRY_PRESETS } from '../../lib/policy/retry-schedule.ts';
+import { validationErrorOf } from '../support/validation-error.ts';
 
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
-
-function validationErrorOf(fn: () => unknown): ValidationError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).to.be.instanceOf(ValidationError);
-    return error as ValidationError;
-  }
-  throw new Error('expected a ValidationError');
-}
 
 describe('RETRY_PRESETS', () => {
   it('default is 8 retries after the first attempt, 9 attempts over about 31 hours', () => {
