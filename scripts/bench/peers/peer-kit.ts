@@ -119,6 +119,22 @@ export function mainThreadTicks(pid: number): number {
   return readStat(pid, `/proc/${pid}/task/${pid}/stat`)?.ownTicks ?? 0;
 }
 
+/** CPU ticks of each live thread of a process, by OS thread id (an exited thread is no longer listed). */
+export function threadTicks(pid: number): Map<number, number> {
+  const ticks = new Map<number, number>();
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return ticks;
+  }
+  for (const task of tasks) {
+    const stat = readStat(pid, `/proc/${pid}/task/${task}/stat`);
+    if (stat !== undefined) ticks.set(Number(task), stat.ownTicks);
+  }
+  return ticks;
+}
+
 /**
  * CPU ticks of a process and every live descendant, plus what its exited,
  * reaped children used (cutime + cstime): a Postgres postmaster with its

@@ -20,7 +20,7 @@
  */
 import { Pool } from 'undici';
 import type { ConfigOverrides } from '../../../lib/config/config.ts';
-import { clockTicksPerSecond, mainThreadTicks } from '../peers/peer-kit.ts';
+import { clockTicksPerSecond, mainThreadTicks, threadTicks } from '../peers/peer-kit.ts';
 import {
   openBenchHerald,
   payloadOf,
@@ -126,11 +126,13 @@ export async function heraldRun(origin: string, paths: readonly string[], events
     let lastSettle = 0;
     let cpuAtEnd: NodeJS.CpuUsage | undefined;
     let mainTicksAtEnd: number | undefined;
+    let threadTicksAtEnd: Map<number, number> | undefined;
     herald.events.on('attempt', (e) => {
       if (e.applied && e.settlement.kind === 'delivered' && ++delivered === events) {
         lastSettle = performance.now();
         cpuAtEnd = process.cpuUsage(cpuAtStart);
         mainTicksAtEnd = mainThreadTicks(process.pid);
+        threadTicksAtEnd = threadTicks(process.pid);
       }
     });
     await herald.start();
@@ -139,6 +141,8 @@ export async function heraldRun(origin: string, paths: readonly string[], events
     const cpuAtStart = process.cpuUsage();
     // The thread that runs the engine and speaks HTTP, alone (the store and signing threads excluded).
     const mainTicksAtStart = mainThreadTicks(process.pid);
+    // Each thread alone, by OS thread id (`cpu-account.ts` tells which is which).
+    const threadTicksAtStart = threadTicks(process.pid);
     const started = performance.now();
     try {
       const producerCpuMicros = await producer.publish();
@@ -154,7 +158,11 @@ export async function heraldRun(origin: string, paths: readonly string[], events
       const cpu = cpuAtEnd ?? process.cpuUsage(cpuAtStart);
       const mainThreadCpuMicros = (((mainTicksAtEnd ?? mainThreadTicks(process.pid)) - mainTicksAtStart) * 1e6) / clockTicksPerSecond();
       const seconds = (end - started) / 1000;
-      return { eventsPerSec: delivered / seconds, seconds, delivered, heraldCpuMicros: cpu.user + cpu.system, mainThreadCpuMicros, producerCpuMicros };
+      const threadCpuMicros = new Map<number, number>();
+      for (const [tid, ticks] of threadTicksAtEnd ?? threadTicks(process.pid)) {
+        threadCpuMicros.set(tid, ((ticks - (threadTicksAtStart.get(tid) ?? 0)) * 1e6) / clockTicksPerSecond());
+      }
+      return { eventsPerSec: delivered / seconds, seconds, delivered, heraldCpuMicros: cpu.user + cpu.system, mainThreadCpuMicros, threadCpuMicros, producerCpuMicros, windowStartedAt: started, windowEndedAt: end };
     } finally {
       await producer.close();
     }
