@@ -1,0 +1,3 @@
+export function portalHtml(): string {
+  return '<!doctype html><title>Herald portal</title>';
+}
