@@ -84,11 +84,13 @@ describe('Tenant tokens and the scoped admin API', () => {
       expect(bare.status, bare.text).to.equal(201);
       expect(bare.json.name).to.equal('');
       expectError(await admin('POST', '/v1/tenants/acme/tokens', { name: 42 }), 400, 'HERALD_INVALID_INPUT', 'name');
+      expectError(await admin('POST', '/v1/tenants/acme/tokens', { name: 'x'.repeat(129) }), 400, 'HERALD_INVALID_INPUT', 'name');
+      expect((await admin('POST', '/v1/tenants/acme/tokens', { name: 'x'.repeat(128) })).status).to.equal(201);
       expectError(await admin('POST', '/v1/tenants/acme/tokens', { expiresAt: f.t.clock.now() - 1 }), 400, 'HERALD_INVALID_INPUT', 'expiresAt');
       expectError(await admin('POST', '/v1/tenants/acme/tokens', { expiresAt: '2026-02-30T00:00:00Z' }), 400, 'HERALD_INVALID_INPUT', 'expiresAt');
       expectError(await admin('POST', '/v1/tenants/acme/tokens', { scope: 'all' }), 400, 'HERALD_INVALID_INPUT', 'scope');
       expectError(await admin('POST', '/v1/tenants/ac%20me/tokens', {}), 400, 'HERALD_INVALID_INPUT', 'tenantId');
-      expect((await admin('GET', '/v1/tenants/acme/tokens')).json.data).to.have.length(1);
+      expect((await admin('GET', '/v1/tenants/acme/tokens')).json.data).to.have.length(2);
     });
 
     it('refuses a token past its expiresAt with 401', async () => {
@@ -152,29 +154,36 @@ describe('Tenant tokens and the scoped admin API', () => {
       expectError(await tenant('GET', `/v1/endpoints/${id}`), 404, 'HERALD_NOT_FOUND', 'endpointId');
     });
 
-    it('replays its own dead letter, and sees its failures and stats', async () => {
+    it('replays its own dead letter and failure group, and sees its failures and stats', async () => {
       f = await startStatus({ breaker: { volumeThreshold: 1_000 } });
       let answer = 404;
       sink = await startServer(() => ({ status: answer }));
       const { endpoint } = await f.t.herald.createEndpoint({ tenantId: 'acme', url: `${sink.url}/hooks` });
       await f.t.herald.publish({ tenantId: 'acme', type: 'invoice.paid', payload: { n: 1 } });
       await attemptsSeen(f.t, 1);
+      await f.t.herald.publish({ tenantId: 'acme', type: 'invoice.paid', payload: { n: 2 } });
+      await attemptsSeen(f.t, 2);
       await f.t.herald.idle();
       const token = await issue('acme');
 
       const letters = await call('GET', '/v1/dead-letters', token);
-      expect(letters.json.data).to.have.length(1);
-      const letter = letters.json.data[0];
+      expect(letters.json.data).to.have.length(2);
+      const letter = letters.json.data[1];
       expect((await call('GET', `/v1/dead-letters/${letter.id}`, token)).json.payload).to.equal('{"n":1}');
       const groups = await call('GET', '/v1/failures', token);
       expect(groups.json.data.map((g: any) => `${g.endpointId} ${g.kind}`)).to.deep.equal([`${endpoint.id} http-404`]);
       const stats = await call('GET', '/v1/stats', token);
-      expect(stats.json.endpoints).to.deep.include({ ...stats.json.endpoints[0], endpointId: endpoint.id, attempts: 1, failures: 1 });
+      expect(stats.json.endpoints).to.deep.equal([{ ...stats.json.endpoints[0], endpointId: endpoint.id, attempts: 2, failures: 2 }]);
+      expect((await admin('GET', '/v1/stats?tenantId=globex')).json.endpoints, "another tenant's, asked by the admin").to.deep.equal([]);
 
       answer = 200;
       expect((await call('POST', `/v1/dead-letters/${letter.id}/replay`, token)).status).to.equal(202);
-      await attemptsSeen(f.t, 2);
+      await attemptsSeen(f.t, 3);
       expect(f.t.attempts.at(-1)?.outcome).to.include({ kind: 'response', status: 200 });
+      const group = await call('POST', '/v1/failures/replay', token, { endpointId: endpoint.id, kind: 'http-404' });
+      expect(group.status, group.text).to.equal(202);
+      expect(group.json).to.deep.equal({ deadLetters: 1, retrying: 0 });
+      await attemptsSeen(f.t, 4);
     });
 
     it('is refused the admin-only routes with 403 HERALD_FORBIDDEN naming the route', async () => {
