@@ -23,8 +23,10 @@ export const ErrorCode = {
   FENCED: 'HERALD_FENCED',
   /** The component was closed. */
   CLOSED: 'HERALD_CLOSED',
-  /** The admin API was called without a valid bearer token. */
+  /** The admin API was called without a valid bearer token (admin, or a live tenant token). */
   UNAUTHORIZED: 'HERALD_UNAUTHORIZED',
+  /** A tenant token called a route that only the admin token may use. */
+  FORBIDDEN: 'HERALD_FORBIDDEN',
   /** A webhook's signature, id or timestamp did not verify (thrown by `verify()`). */
   INVALID_SIGNATURE: 'HERALD_INVALID_SIGNATURE',
 } as const;
@@ -118,7 +120,14 @@ export class ClosedError extends HeraldError {
 
 export class UnauthorizedError extends HeraldError {
   constructor() {
-    super(ErrorCode.UNAUTHORIZED, 'Authorization: a valid "Bearer <admin token>" header is required');
+    super(ErrorCode.UNAUTHORIZED, 'Authorization: a valid "Bearer <token>" header is required (the admin token, or a tenant token not revoked or expired)');
+  }
+}
+
+/** A tenant token asked for a route only the admin token may use; names the route. */
+export class ForbiddenError extends HeraldError {
+  constructor(route: string) {
+    super(ErrorCode.FORBIDDEN, `${route} needs the admin token: a tenant token may not use it`);
   }
 }
 

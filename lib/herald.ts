@@ -33,7 +33,7 @@ import { InFlightLimiter } from './engine/in-flight-limiter.ts';
 import { Supervisor } from './engine/supervisor.ts';
 import { Ticker } from './engine/ticker.ts';
 import { ConflictError, NotFoundError, ValidationError } from './errors.ts';
-import { newId } from './ids.ts';
+import { deliveryIdFor, newId } from './ids.ts';
 import { DisabledReason, type Attempt, type DeadLetter, type Delivery, type Endpoint, type OutboxEvent, type RateLimit } from './model.ts';
 import { outboxEventOf, validateEventInputs } from './producer/validate-event.ts';
 import { secretKey, generateSecret } from './signing/secret.ts';
@@ -41,6 +41,10 @@ import { SigningPool } from './signing/signing-pool.ts';
 import { openStore } from './store/open-store.ts';
 import type { DeadLetterFilter, DeliveryFilter, SlotLease, Store } from './store/port.ts';
 import { StoreHealth, type StoreAvailability } from './store/store-health.ts';
+import { TenantTokens } from './tenants/tenant-tokens.ts';
+
+/** The type of the event `sendTestEvent` sends: consumers can recognise it and answer 2xx without acting. */
+export const TEST_EVENT_TYPE = 'herald.test';
 
 /** The status counts the outbox's waiting events up to this many (a count walks an index entry per event). */
 export const OUTBOX_COUNT_CAP = 100_000;
@@ -124,6 +128,8 @@ export class Herald {
   /** Typed engine events: attempts, breaker changes, pauses, operational events, failures. */
   readonly events = new EventEmitter<EngineEvents>();
   readonly nodeId = newId('node');
+  /** Tokens that let a tenant's developers use the API on their own data (lib/status/caller-scope.ts). */
+  readonly tenantTokens: TenantTokens;
   readonly #clock: Clock;
   readonly #random: Random;
   readonly #store: Store;
@@ -187,6 +193,7 @@ export class Herald {
     this.#clock = clock;
     this.#random = random;
     this.#startedAt = clock.now();
+    this.tenantTokens = new TenantTokens({ store, clock });
     this.#sender = createSender({
       clock,
       allowNetworks: config.allowNetworks,
@@ -464,6 +471,21 @@ export class Herald {
     return events;
   }
 
+  /**
+   * Sends a `herald.test` event to this one endpoint (whatever its event-type filter) through the
+   * usual path: outbox, signing, retries, the delivery log. Its payload is small and says so.
+   * @returns the event and the id of its delivery, to follow its attempts.
+   * @throws NotFoundError (`endpointId`).
+   */
+  async sendTestEvent(endpointId: string): Promise<{ event: OutboxEvent; deliveryId: string }> {
+    const endpoint = await this.#endpoint(endpointId);
+    const sentAt = new Date(this.#clock.now()).toISOString();
+    const payload = { test: true, endpointId, message: 'A test event sent from Herald: answer 2xx, nothing to do.', sentAt };
+    const [event] = await this.publish({ tenantId: endpoint.tenantId, endpointId, type: TEST_EVENT_TYPE, payload });
+    if (event === undefined) throw new Error('publish returned no event');
+    return { event, deliveryId: deliveryIdFor(event.id, endpointId, event.createdAt) };
+  }
+
   // Delivery log
 
   async listDeliveries(filter: DeliveryFilter): Promise<Delivery[]> {
@@ -474,6 +496,16 @@ export class Herald {
     const delivery = await this.#store.getDelivery(id);
     if (delivery === undefined) throw new NotFoundError('delivery', id, 'deliveryId');
     return delivery;
+  }
+
+  /**
+   * One delivery and the payload it sends (the event's JSON text, byte for byte); `null` once the
+   * retention purge has deleted the event.
+   */
+  async getDeliveryWithPayload(id: string): Promise<Delivery & { readonly payload: string | null }> {
+    const delivery = await this.getDelivery(id);
+    const event = await this.#store.getEvent(delivery.eventId);
+    return { ...delivery, payload: event?.payload ?? null };
   }
 
   async listAttempts(deliveryId: string): Promise<Attempt[]> {

@@ -10,8 +10,8 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 
-/** A new random id such as `ep_3f2a…` (a UUID v4 without dashes). */
-export function newId(prefix: 'ep' | 'dl' | 'node'): string {
+/** A new random id such as `ep_3f2a…` (a UUID v4 without dashes); `htk` is a tenant token's. */
+export function newId(prefix: 'ep' | 'dl' | 'node' | 'htk'): string {
   return `${prefix}_${randomUUID().replaceAll('-', '')}`;
 }
 

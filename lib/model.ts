@@ -257,3 +257,21 @@ export interface Triage {
   /** When `state` was set: the dead letter's creation, its acknowledgement, discard or replay. */
   readonly at: number;
 }
+
+/**
+ * A token that lets a tenant's own developers use the admin API on their tenant's data only
+ * (lib/tenants/tenant-tokens.ts). The token itself is `<id>_<secret>`, shown once; only a
+ * SHA-256 of its secret part is kept.
+ */
+export interface TenantToken {
+  /** `htk_` and 32 hex digits: the start of the token, so a leaked token names its record. */
+  readonly id: string;
+  readonly tenantId: string;
+  /** What the admin called it (who has it, what for); may be empty. */
+  readonly name: string;
+  /** SHA-256 of the secret part, 64 hex digits. */
+  readonly secretHash: string;
+  readonly createdAt: number;
+  /** After this it is refused; `null`: until revoked. */
+  readonly expiresAt: number | null;
+}

@@ -24,6 +24,10 @@ export class AdminClient {
     return this.#call('POST', path, body === undefined ? undefined : JSON.stringify(body));
   }
 
+  delete<T = any>(path: string): Promise<T> {
+    return this.#call('DELETE', path);
+  }
+
   /** Posts JSON text as it is (so numbers such as 12345678901234567890 are not re-serialised). */
   postJsonText<T = any>(path: string, json: string): Promise<T> {
     return this.#call('POST', path, json);
@@ -33,7 +37,7 @@ export class AdminClient {
     await this.#agent.close();
   }
 
-  async #call<T>(method: 'GET' | 'POST', path: string, body?: string): Promise<T> {
+  async #call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: string): Promise<T> {
     const url = `${this.#connection.url}${path}`;
     const headers: Record<string, string> = { authorization: `Bearer ${this.#connection.token}` };
     if (body !== undefined) headers['content-type'] = 'application/json';

@@ -1,6 +1,6 @@
 /**
  * The `herald` command: `start` runs a node; the ops commands (`endpoints`,
- * `publish`, `deliveries`, `dlq`, `failures`, `status`) talk to a running node's admin
+ * `publish`, `deliveries`, `dlq`, `failures`, `tokens`, `status`) talk to a running node's admin
  * API. Each command group lives in its own module.
  *
  * Exit codes: 0 done, 1 failed (API error, unreachable, bad configuration),
@@ -8,7 +8,7 @@
  */
 import { isHeraldError } from '../errors.ts';
 import { ApiError, CONNECTION_HELP, UsageError, type CliIo } from './cli-io.ts';
-import { DELIVERIES_USAGE, DLQ_USAGE, ENDPOINTS_USAGE, FAILURES_USAGE, PUBLISH_USAGE, START_USAGE, STATUS_USAGE } from './usage.ts';
+import { DELIVERIES_USAGE, DLQ_USAGE, ENDPOINTS_USAGE, FAILURES_USAGE, PUBLISH_USAGE, START_USAGE, STATUS_USAGE, TOKENS_USAGE } from './usage.ts';
 
 type Command = (args: readonly string[], io: CliIo) => Promise<number>;
 
@@ -20,6 +20,7 @@ const COMMANDS: Readonly<Record<string, { load: () => Promise<Command>; usage: s
   deliveries: { load: async () => (await import('./deliveries-command.ts')).runDeliveries, usage: DELIVERIES_USAGE },
   dlq: { load: async () => (await import('./dlq-command.ts')).runDlq, usage: DLQ_USAGE },
   failures: { load: async () => (await import('./failures-command.ts')).runFailures, usage: FAILURES_USAGE },
+  tokens: { load: async () => (await import('./tokens-command.ts')).runTokens, usage: TOKENS_USAGE },
   status: { load: async () => (await import('./status-command.ts')).runStatus, usage: STATUS_USAGE },
 };
 
@@ -32,6 +33,7 @@ Operations (against a running node's admin API; \`herald <command> --help\` for 
   herald dlq list [--state new] | dlq ack|discard <id…> --note <why> --by <who>
   herald dlq replay [--id <id> | --endpoint <id> --since <time> --until <time>] [--dry-run]
   herald failures [--endpoint <id>] [--tenant <id>] | failures replay --endpoint <id> --kind <kind>
+  herald tokens create|list|revoke --tenant <id>
   herald status
 
 ${CONNECTION_HELP}`;

@@ -63,4 +63,12 @@ export const FAILURES_USAGE = `Usage: herald failures [--endpoint <id>] [--tenan
   open dead letters.
   kind: http-<status> (e.g. http-503), timeout, dns, tls, refused, reset, network, blocked, redirect, unknown`;
 
+export const TOKENS_USAGE = `Usage: herald tokens create --tenant <id> [--name <text>] [--expires 90d|<ISO time>|<epoch ms>]
+       herald tokens list --tenant <id>
+       herald tokens revoke --tenant <id> <token id>
+
+  A tenant token lets that tenant's developers use the admin API and the portal (/portal) on their
+  own tenant's data only. create prints the token once (on stdout; --json for the record too): only
+  a SHA-256 of it is kept. A revoked or expired token is refused at once, on every node.`;
+
 export const STATUS_USAGE = 'Usage: herald status [--url <url>] [--token <token>] [--json]';

@@ -1,11 +1,13 @@
 /**
- * The status port: health, readiness, Prometheus metrics, the admin API and
- * the dashboard.
+ * The status port: health, readiness, Prometheus metrics, the admin API, the
+ * dashboard and the tenants' portal.
  *
- * `/healthz`, `/readyz`, `/metrics` and the dashboard page are open (the page
- * asks for the token and calls the API with it); everything under `/v1/` needs
- * `Authorization: Bearer <admin token>` (the scheme in any case, RFC 9110
- * §11.1). A request body is UTF-8 JSON of at most `api.maxRequestBytes`.
+ * `/healthz`, `/readyz`, `/metrics`, the dashboard and the portal pages are
+ * open (a page asks for a token and calls the API with it); everything under
+ * `/v1/` needs `Authorization: Bearer <token>` (the scheme in any case, RFC
+ * 9110 §11.1): the admin token, or a tenant token, which may use only the
+ * routes declared with a tenant rule, on its own tenant's data
+ * (`caller-scope.ts`). A request body is UTF-8 JSON of at most `api.maxRequestBytes`.
  * Errors are JSON `{ "error": { "code", "message", "field"?, "rule"? } }`
  * with a 4xx for bad input, naming the field and the rule it broke.
  *
@@ -29,10 +31,13 @@ import { isTriageState, TRIAGE_STATES } from '../dead-letters/triage.ts';
 import { DeliveryStatus, TriageState } from '../model.ts';
 import { parseEventsBody } from '../producer/json-text.ts';
 import type { DeadLetterFilter, DeliveryFilter } from '../store/port.ts';
+import { looksLikeTenantToken } from '../tenants/tenant-tokens.ts';
+import { ADMIN, authorizeCall, newEndpointBody, Owned, type Caller, type OwnerOf, type RouteAccess } from './caller-scope.ts';
 import { dashboardHtml } from './dashboard.ts';
 import { decodeCursor, encodeCursor } from './delivery-cursor.ts';
 import { EndpointStats } from './endpoint-stats.ts';
 import { HeraldMetrics } from './metrics.ts';
+import { portalHtml } from './portal.ts';
 
 export interface StatusServerOptions {
   readonly host: string;
@@ -49,10 +54,14 @@ const MAX_REPLAY_IDS = 1_000;
 
 type Params = Readonly<Record<string, string>>;
 type Handler = (request: {
+  /** The admin, or a tenant whose access the route's rule has already checked. */
+  caller: Caller;
   params: Params;
   query: URLSearchParams;
   /** The body, parsed as JSON. */
   body: () => Promise<unknown>;
+  /** The body parsed as JSON, or undefined when there is none. */
+  optionalBody: () => Promise<unknown>;
   /** The body as text, exactly as sent (UTF-8 decoded). */
   text: () => Promise<string>;
 }) => Promise<Reply>;
@@ -78,6 +87,7 @@ const STATUS_OF_CODE: Readonly<Record<string, number>> = {
   [ErrorCode.NOT_FOUND]: 404,
   [ErrorCode.CONFLICT]: 409,
   [ErrorCode.UNAUTHORIZED]: 401,
+  [ErrorCode.FORBIDDEN]: 403,
   [ErrorCode.STORE]: 503,
 };
 
@@ -89,7 +99,7 @@ export class StatusServer {
   readonly #metrics: HeraldMetrics;
   readonly #ownsMetrics: boolean;
   readonly #stats: EndpointStats;
-  readonly #routes: Array<{ method: string; pattern: RegExp; keys: string[]; open: boolean; handler: Handler }> = [];
+  readonly #routes: Array<{ method: string; path: string; pattern: RegExp; keys: string[]; access: RouteAccess; handler: Handler }> = [];
   #server: Server | undefined;
 
   constructor(herald: Herald, options: StatusServerOptions) {
@@ -131,7 +141,13 @@ export class StatusServer {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 
-  #route(method: string, path: string, handler: Handler, open = false): void {
+  /** Every route: its method, its path (`:name` for a parameter) and who may call it. */
+  get routes(): ReadonlyArray<{ readonly method: string; readonly path: string; readonly access: RouteAccess }> {
+    return this.#routes.map(({ method, path, access }) => ({ method, path, access }));
+  }
+
+  /** Declares a route; without `access` it is the admin token's only (a tenant token gets 403). */
+  #route(method: string, path: string, handler: Handler, access: RouteAccess = 'admin'): void {
     const keys: string[] = [];
     const pattern = new RegExp(
       `^${path.replace(/:([a-zA-Z]+)/g, (_, key: string) => {
@@ -139,12 +155,12 @@ export class StatusServer {
         return '([^/]+)';
       })}$`,
     );
-    this.#routes.push({ method, pattern, keys, open, handler });
+    this.#routes.push({ method, path, pattern, keys, access, handler });
   }
 
   #defineRoutes(): void {
     const h = this.#herald;
-    this.#route('GET', '/healthz', async () => ({ status: 200, json: { status: 'ok' } }), true);
+    this.#route('GET', '/healthz', async () => ({ status: 200, json: { status: 'ok' } }), 'open');
     this.#route('GET', '/readyz', async () => {
       // Before the probe read: a store can answer reads while its writes wait or fail.
       const availability = h.storeAvailability;
@@ -158,41 +174,77 @@ export class StatusServer {
       }
       if (h.leases.length === 0) return { status: 503, json: { status: 'not ready', reason: 'no slot lease held' } };
       return { status: 200, json: { status: 'ready', slotsOwned: h.leases.length } };
-    }, true);
-    this.#route('GET', '/', async () => ({ status: 200, html: dashboardHtml() }), true);
+    }, 'open');
+    this.#route('GET', '/', async () => ({ status: 200, html: dashboardHtml() }), 'open');
+    this.#route('GET', '/portal', async () => ({ status: 200, html: portalHtml() }), 'open');
     this.#route('GET', '/metrics', async () => ({
       status: 200,
       text: { body: await this.#metrics.render(), contentType: this.#metrics.contentType },
-    }), true);
+    }), 'open');
 
     this.#route('GET', '/v1/status', async () => ({
       status: 200,
       json: { ...(await h.status()), recent: { windowMs: this.#stats.windowMs, endpoints: this.#stats.snapshot() } },
     }));
 
-    this.#route('POST', '/v1/endpoints', async ({ body }) => {
-      const created = await h.createEndpoint(await body());
-      return { status: 201, json: { ...created.endpoint, secret: created.secret } };
+    // Tenant tokens: the admin's only. The token is in the answer once and never again.
+    this.#route('POST', '/v1/tenants/:tenantId/tokens', async ({ params, optionalBody }) => {
+      const issued = await h.tenantTokens.issue(params.tenantId ?? '', await optionalBody());
+      return { status: 201, json: { ...issued.record, token: issued.token } };
     });
+    this.#route('GET', '/v1/tenants/:tenantId/tokens', async ({ params }) => ({
+      status: 200,
+      json: { data: await h.tenantTokens.list(params.tenantId ?? '') },
+    }));
+    this.#route('DELETE', '/v1/tenants/:tenantId/tokens/:id', async ({ params }) => {
+      await h.tenantTokens.revoke(params.tenantId ?? '', params.id ?? '');
+      return { status: 204 };
+    });
+
+    // A tenant may use the routes below that carry a tenant rule (caller-scope.ts), on its own data.
+    const ownEndpoint = { tenant: { params: { id: Owned.ENDPOINT } } } as const;
+    const ownDelivery = { tenant: { params: { id: Owned.DELIVERY } } } as const;
+    const ownDeadLetter = { tenant: { params: { id: Owned.DEAD_LETTER } } } as const;
+    const tenantListing = { tenant: { listsTenant: true, query: { endpointId: Owned.ENDPOINT } } } as const;
+
+    this.#route('POST', '/v1/endpoints', async ({ caller, body }) => {
+      const created = await h.createEndpoint(newEndpointBody(caller, await body()));
+      return { status: 201, json: { ...created.endpoint, secret: created.secret } };
+    }, { tenant: {} });
     this.#route('GET', '/v1/endpoints', async ({ query }) => {
       const tenantId = query.get('tenantId') ?? undefined;
       return { status: 200, json: { data: await h.listEndpoints(tenantId === undefined ? {} : { tenantId }) } };
-    });
-    this.#route('GET', '/v1/endpoints/:id', async ({ params }) => ({ status: 200, json: await h.getEndpoint(params.id ?? '') }));
+    }, tenantListing);
+    this.#route('GET', '/v1/endpoints/:id', async ({ params }) => ({ status: 200, json: await h.getEndpoint(params.id ?? '') }), ownEndpoint);
     this.#route('PATCH', '/v1/endpoints/:id', async ({ params, body }) => ({
       status: 200,
       json: await h.updateEndpoint(params.id ?? '', await body()),
-    }));
+    }), ownEndpoint);
     this.#route('DELETE', '/v1/endpoints/:id', async ({ params }) => {
       await h.deleteEndpoint(params.id ?? '');
       return { status: 204 };
-    });
-    this.#route('POST', '/v1/endpoints/:id/enable', async ({ params }) => ({ status: 200, json: await h.enableEndpoint(params.id ?? '') }));
-    this.#route('POST', '/v1/endpoints/:id/disable', async ({ params }) => ({ status: 200, json: await h.disableEndpoint(params.id ?? '') }));
+    }, ownEndpoint);
+    this.#route('POST', '/v1/endpoints/:id/enable', async ({ params }) => ({ status: 200, json: await h.enableEndpoint(params.id ?? '') }), ownEndpoint);
+    this.#route('POST', '/v1/endpoints/:id/disable', async ({ params }) => ({ status: 200, json: await h.disableEndpoint(params.id ?? '') }), ownEndpoint);
     this.#route('POST', '/v1/endpoints/:id/rotate-secret', async ({ params }) => {
       const rotated = await h.rotateSecret(params.id ?? '');
       return { status: 200, json: { ...rotated.endpoint, secret: rotated.secret } };
-    });
+    }, ownEndpoint);
+    this.#route('POST', '/v1/endpoints/:id/test', async ({ params }) => {
+      const sent = await h.sendTestEvent(params.id ?? '');
+      return { status: 202, json: { ...sent.event, payload: JSON.parse(sent.event.payload) as unknown, deliveryId: sent.deliveryId } };
+    }, ownEndpoint);
+
+    // Each endpoint's attempts and failure rate over the last hour on this node (as in /v1/status's `recent`).
+    this.#route('GET', '/v1/stats', async ({ query }) => {
+      const tenantId = query.get('tenantId');
+      const recent = this.#stats.snapshot();
+      const mine = tenantId === null ? undefined : new Set((await h.listEndpoints({ tenantId })).map((e) => e.id));
+      return {
+        status: 200,
+        json: { windowMs: this.#stats.windowMs, endpoints: mine === undefined ? recent : recent.filter((r) => mine.has(r.endpointId)) },
+      };
+    }, { tenant: { listsTenant: true } });
 
     this.#route('POST', '/v1/events', async ({ text }) => {
       // Each payload is kept as the text the producer sent, so it is stored, signed and delivered byte for byte.
@@ -211,18 +263,21 @@ export class StatusServer {
       const last = data.at(-1);
       const more = rows.length > limit || (limit === 1_000 && rows.length === limit);
       return { status: 200, json: { data, nextCursor: more && last !== undefined ? encodeCursor(last) : null } };
-    });
-    this.#route('GET', '/v1/deliveries/:id', async ({ params }) => ({ status: 200, json: await h.getDelivery(params.id ?? '') }));
+    }, tenantListing);
+    this.#route('GET', '/v1/deliveries/:id', async ({ params }) => {
+      const { payload, ...delivery } = await h.getDeliveryWithPayload(params.id ?? '');
+      return { status: 200, json: { ...delivery, payload: payload === null ? null : (JSON.parse(payload) as unknown) } };
+    }, ownDelivery);
     this.#route('GET', '/v1/deliveries/:id/attempts', async ({ params }) => ({
       status: 200,
       json: { data: await h.listAttempts(params.id ?? '') },
-    }));
+    }), ownDelivery);
 
     this.#route('GET', '/v1/dead-letters', async ({ query }) => ({
       status: 200,
       json: { data: await h.listDeadLetters(deadLetterFilter(query)) },
-    }));
-    this.#route('GET', '/v1/dead-letters/:id', async ({ params }) => ({ status: 200, json: await h.getDeadLetter(params.id ?? '') }));
+    }), tenantListing);
+    this.#route('GET', '/v1/dead-letters/:id', async ({ params }) => ({ status: 200, json: await h.getDeadLetter(params.id ?? '') }), ownDeadLetter);
     this.#route('POST', '/v1/dead-letters/replay', async ({ body }) => {
       const input = await body();
       const ids = replayIds(input);
@@ -247,10 +302,12 @@ export class StatusServer {
     this.#route('POST', '/v1/dead-letters/:id/replay', async ({ params }) => {
       await h.replayDeadLetter(params.id ?? '');
       return { status: 202, json: { replayed: 1, ids: [params.id] } };
-    });
+    }, ownDeadLetter);
     // Failures grouped by endpoint and failure kind, and a group's replay.
-    this.#route('GET', '/v1/failures', async ({ query }) => ({ status: 200, json: { data: await h.failureGroups(failureGroupFilter(query)) } }));
-    this.#route('POST', '/v1/failures/replay', async ({ body }) => ({ status: 202, json: await h.replayFailureGroup(await body()) }));
+    this.#route('GET', '/v1/failures', async ({ query }) => ({ status: 200, json: { data: await h.failureGroups(failureGroupFilter(query)) } }), tenantListing);
+    this.#route('POST', '/v1/failures/replay', async ({ body }) => ({ status: 202, json: await h.replayFailureGroup(await body()) }), {
+      tenant: { body: { endpointId: Owned.ENDPOINT } },
+    });
     // Triage: acknowledge (looked at, still open) or discard (closed), with {note, by}; one, or {ids} in bulk.
     for (const [action, state] of [['acknowledge', TriageState.ACKNOWLEDGED], ['discard', TriageState.DISCARDED]] as const) {
       this.#route('POST', `/v1/dead-letters/${action}`, async ({ body }) => {
@@ -310,30 +367,63 @@ export class StatusServer {
   async #dispatch(req: IncomingMessage): Promise<Reply> {
     const url = new URL(req.url ?? '/', 'http://status.invalid');
     const method = req.method ?? 'GET';
-    // Everything under /v1/ needs the token, so unknown routes and methods there tell nothing to a caller without it.
-    if (url.pathname.startsWith('/v1/')) this.#authorize(req);
+    // Everything under /v1/ needs a token, so unknown routes and methods there tell nothing to a caller without one.
+    let caller = url.pathname.startsWith('/v1/') ? await this.#authenticate(req) : undefined;
     let pathMatched = false;
     for (const route of this.#routes) {
       const match = route.pattern.exec(url.pathname);
       if (match === null) continue;
       pathMatched = true;
       if (route.method !== method) continue;
-      if (!route.open) this.#authorize(req);
+      if (route.access !== 'open') caller ??= await this.#authenticate(req);
       const params: Record<string, string> = {};
       route.keys.forEach((key, i) => {
         params[key] = decodePathParam(key, match[i + 1] ?? '');
       });
-      return route.handler({ params, query: url.searchParams, body: () => this.#readJson(req), text: () => this.#readText(req) });
+      // Read once: a tenant rule may look into the body before the handler does.
+      let read: Promise<string> | undefined;
+      const text = (): Promise<string> => (read ??= this.#readText(req));
+      const body = async (): Promise<unknown> => parseJson(await text());
+      const optionalBody = async (): Promise<unknown> => {
+        const declared = req.headers['content-length'];
+        const empty = (declared === undefined && req.headers['transfer-encoding'] === undefined) || declared === '0';
+        return empty ? undefined : body();
+      };
+      const query = url.searchParams;
+      await authorizeCall(caller ?? ADMIN, route.access, { route: `${method} ${route.path}`, params, query, body }, this.#ownerOf);
+      return route.handler({ caller: caller ?? ADMIN, params, query, body, optionalBody, text });
     }
     return pathMatched
       ? { status: 405, json: { error: { code: 'HERALD_METHOD_NOT_ALLOWED', message: `${method} is not allowed on ${url.pathname}` } } }
       : { status: 404, json: { error: { code: ErrorCode.NOT_FOUND, message: `no route ${method} ${url.pathname}` } } };
   }
 
-  #authorize(req: IncomingMessage): void {
+  /**
+   * The admin, or the tenant whose live token this is; else 401. A tenant token is read from the
+   * store on every request (no cache), so a revoked one is refused at once on every node.
+   */
+  async #authenticate(req: IncomingMessage): Promise<Caller> {
     const given = BEARER.exec(req.headers.authorization ?? '')?.[1];
-    if (given === undefined || !timingSafeEqual(sha256(given), this.#tokenDigest)) throw new UnauthorizedError();
+    if (given === undefined) throw new UnauthorizedError();
+    if (timingSafeEqual(sha256(given), this.#tokenDigest)) return ADMIN;
+    if (!looksLikeTenantToken(given)) throw new UnauthorizedError();
+    const token = await this.#herald.tenantTokens.authenticate(given);
+    if (token === undefined) throw new UnauthorizedError();
+    return { kind: 'tenant', tenantId: token.tenantId, tokenId: token.id };
   }
+
+  /** Which tenant owns what an id names (undefined: nothing by that id). */
+  readonly #ownerOf: OwnerOf = async (kind, id) => {
+    const store = this.#herald.store;
+    switch (kind) {
+      case Owned.ENDPOINT:
+        return (await store.getEndpoint(id))?.tenantId;
+      case Owned.DELIVERY:
+        return (await store.getDelivery(id))?.tenantId;
+      case Owned.DEAD_LETTER:
+        return (await store.getDeadLetter(id))?.tenantId;
+    }
+  };
 
   /**
    * The request body as text: at most `api.maxRequestBytes`, valid UTF-8 (so
@@ -363,13 +453,13 @@ export class StatusServer {
     return text;
   }
 
-  async #readJson(req: IncomingMessage): Promise<unknown> {
-    const text = await this.#readText(req);
-    try {
-      return JSON.parse(text) as unknown;
-    } catch {
-      throw new ValidationError('body', 'must be valid JSON');
-    }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new ValidationError('body', 'must be valid JSON');
   }
 }
 

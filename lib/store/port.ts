@@ -19,7 +19,7 @@
  */
 import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../dead-letters/failure-groups.ts';
 import type { OperatorTriageState, TriageOutcome } from '../dead-letters/triage.ts';
-import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, TriageState } from '../model.ts';
+import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, TenantToken, TriageState } from '../model.ts';
 
 /** A lease on one slot, held by `owner` until `until`. */
 export interface SlotLease {
@@ -332,6 +332,16 @@ export interface Store {
    * replays its open dead letters (like `replayDeadLetters` by filter). Returns how many of each.
    */
   replayFailureGroup(group: FailureGroupKey, now: number): Promise<FailureGroupReplay>;
+
+  // Tenant tokens (lib/tenants/tenant-tokens.ts)
+  /** @throws ConflictError when a token with its id exists. */
+  createTenantToken(token: TenantToken): Promise<void>;
+  /** The token by id, whatever its tenant; `undefined` when unknown (or revoked). */
+  getTenantToken(id: string): Promise<TenantToken | undefined>;
+  /** The tenant's tokens, oldest first (ties by id). */
+  listTenantTokens(tenantId: string): Promise<TenantToken[]>;
+  /** Deletes the token when it is the tenant's; false when the tenant has no such token. */
+  deleteTenantToken(tenantId: string, id: string): Promise<boolean>;
 
   // Retention
   /** Deletes attempts and dead letters created before `before`, and fanned-out events with nothing left to deliver. */

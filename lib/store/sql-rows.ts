@@ -6,7 +6,7 @@
  * as text from a connection that does not parse int8 (a producer's own pool),
  * hence `Number()` where that can happen.
  */
-import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, TriageState } from '../model.ts';
+import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, TenantToken, TriageState } from '../model.ts';
 import { EndpointStatus } from '../model.ts';
 import type { SlotLease } from './port.ts';
 
@@ -192,4 +192,35 @@ export function deadLetterFromRow(row: DeadLetterRow, attempts: readonly Attempt
 
 export function leaseFromRow(row: LeaseRow): SlotLease {
   return { slot: row.slot, owner: row.owner, until: row.until, epoch: row.epoch };
+}
+
+export interface TenantTokenRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  secret_hash: string;
+  created_at: number | string;
+  expires_at: number | string | null;
+}
+
+export function tenantTokenFromRow(row: TenantTokenRow): TenantToken {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    name: row.name,
+    secretHash: row.secret_hash,
+    createdAt: Number(row.created_at),
+    expiresAt: row.expires_at === null ? null : Number(row.expires_at),
+  };
+}
+
+export function tenantTokenToRow(token: TenantToken): TenantTokenRow {
+  return {
+    id: token.id,
+    tenant_id: token.tenantId,
+    name: token.name,
+    secret_hash: token.secretHash,
+    created_at: token.createdAt,
+    expires_at: token.expiresAt,
+  };
 }

@@ -232,6 +232,43 @@ describe('herald ops commands (CLI against a running status port)', function () 
     });
   });
 
+  describe('tokens', () => {
+    it('creates a token printed once, lists it without the secret, revokes it (refused at once), and refuses bad usage', async () => {
+      const created = ok(await herald(['tokens', 'create', '--tenant', 'acme', '--name', 'acme developers', '--expires', '90d']));
+      const token = created.stdout.trim();
+      expect(token).to.match(/^htk_[0-9a-f]{32}_[A-Za-z0-9_-]{43}$/);
+      expect(created.stderr).to.include('shown only now');
+      const id = token.slice(0, 'htk_'.length + 32);
+      const record = await t.herald.store.getTenantToken(id);
+      expect(record?.name).to.equal('acme developers');
+      expect(record?.expiresAt).to.be.closeTo(Date.now() + 90 * 86_400_000, 60_000);
+
+      const [list, listJson] = await Promise.all([herald(['tokens', 'list', '--tenant', 'acme']), herald(['tokens', 'list', '--tenant', 'acme', '--json'])]);
+      expect(ok(list).stdout).to.include(id).and.include('acme developers').and.not.include(token);
+      expect(ok(listJson).json.map((r: { id: string }) => r.id)).to.deep.equal([id]);
+
+      // The token works as a bearer token for its tenant's data, until revoked.
+      ok(await herald(['endpoints', 'list'], { HERALD_ADMIN_TOKEN: token }));
+      expect(ok(await herald(['tokens', 'revoke', '--tenant', 'acme', id])).stdout).to.include(`Revoked ${id}`);
+      const refused = await herald(['endpoints', 'list'], { HERALD_ADMIN_TOKEN: token });
+      expect(refused.code).to.equal(1);
+      expect(refused.stderr).to.include('GET /v1/endpoints: Authorization').and.include('check --token');
+
+      const unknown = await herald(['tokens', 'revoke', '--tenant', 'acme', id]);
+      expect(unknown.code).to.equal(1);
+      expect(unknown.stderr).to.include(`tokenId: unknown token '${id}'`);
+      const [noTenant, noId, badAction] = await Promise.all([
+        herald(['tokens', 'list']),
+        herald(['tokens', 'revoke', '--tenant', 'acme']),
+        herald(['tokens', 'rotate', '--tenant', 'acme']),
+      ]);
+      for (const run of [noTenant, noId, badAction]) {
+        expect(run.code, run.stderr).to.equal(2);
+        expect(run.stderr).to.include('Usage: herald tokens');
+      }
+    });
+  });
+
   describe('failures', () => {
     it('lists the groups as a table and as JSON, replays one group, and refuses bad usage', async () => {
       const { endpoint, before } = await threeDeadLetters('failures');

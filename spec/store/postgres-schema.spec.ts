@@ -4,7 +4,7 @@ import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
 import { migratePostgresSchema, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from '../../lib/store/postgres/schema.ts';
 import { createTestDatabase } from '../support/postgres-server.ts';
 
-const TABLES = ['attempts', 'dead_letters', 'deliveries', 'endpoints', 'events', 'leases', 'meta', 'nodes'];
+const TABLES = ['attempts', 'dead_letters', 'deliveries', 'endpoints', 'events', 'leases', 'meta', 'nodes', 'tenant_tokens'];
 
 describe('PostgreSQL schema (a real server)', function () {
   // The first test of a run starts the server (initdb and start: a few seconds; bounded at 60 s).
@@ -106,6 +106,16 @@ describe('PostgreSQL schema (a real server)', function () {
       const index = await pool.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'herald' AND indexname LIKE '%_failing' ORDER BY indexname`);
       expect(index.rows.map((row) => row.indexname)).to.deep.equal(['dead_letters_failing', 'deliveries_failing']);
       expect(index.rows[1]?.indexdef).to.include('(endpoint_id, last_failure_kind, last_failure_at) INCLUDE (tenant_id)').and.include(`status = 'pending'::text`);
+    });
+  });
+
+  context('when a database at version 5 is migrated (version 6: tenant tokens)', () => {
+    it("creates the tenant tokens' table and the index that lists them per tenant", async () => {
+      const pool = await freshPool();
+      await migratePostgresSchema(pool, 'herald', POSTGRES_MIGRATIONS.filter((m) => m.version <= 5));
+      expect(await migratePostgresSchema(pool)).to.deep.equal({ from: 5, to: 6, applied: [6] });
+      const index = await pool.query(`SELECT indexdef FROM pg_indexes WHERE schemaname = 'herald' AND indexname = 'tenant_tokens_tenant'`);
+      expect(index.rows[0]?.indexdef).to.include('(tenant_id, created_at, id)');
     });
   });
 

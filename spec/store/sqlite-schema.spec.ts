@@ -82,7 +82,7 @@ describe('SQLite schema versions', () => {
     db.exec(`INSERT INTO dead_letters (id, delivery_id, event_id, endpoint_id, tenant_id, event_type, payload, reason, last_outcome, round,
       created_at, replayed_at, triage_state, triage_at) VALUES ('dl_1', 'dlv_x', 'evt', 'ep', 'acme', 't', '{}', 'exhausted', '{}', 0, 2000, NULL, 'new', 2000)`);
 
-    db.transaction(() => migrate(db, SQLITE_MIGRATIONS)).immediate();
+    db.transaction(() => migrate(db, SQLITE_MIGRATIONS.filter((m) => m.version <= 4))).immediate();
     expect(version(db)).to.equal('4');
     expect(db.prepare(`SELECT id, last_failure_kind, last_failure_at FROM deliveries ORDER BY id`).all()).to.deep.equal([
       { id: 'dlv_done', last_failure_kind: null, last_failure_at: null },
@@ -95,6 +95,18 @@ describe('SQLite schema versions', () => {
       GROUP BY endpoint_id, last_failure_kind`)).to.include('COVERING INDEX deliveries_failing');
     expect(plan(`SELECT endpoint_id, failure_kind, count(*) FROM dead_letters WHERE triage_state IN ('new', 'acknowledged') AND failure_kind IS NOT NULL
       GROUP BY endpoint_id, failure_kind`)).to.include('dead_letters_failing');
+  });
+
+  it("version 5 adds the tenant tokens, listed per tenant over their index", () => {
+    ensureSchema(db);
+    db.prepare(`UPDATE meta SET value = '4' WHERE key = 'schema_version'`).run();
+    db.exec(`DROP TABLE tenant_tokens`);
+    db.transaction(() => migrate(db, SQLITE_MIGRATIONS)).immediate();
+    expect(version(db)).to.equal('5');
+    db.exec(`INSERT INTO tenant_tokens (id, tenant_id, name, secret_hash, created_at, expires_at) VALUES ('htk_1', 'acme', '', 'ab', 1, NULL)`);
+    const plan = (db.prepare(`EXPLAIN QUERY PLAN SELECT * FROM tenant_tokens WHERE tenant_id = 'acme' ORDER BY created_at, id`).all() as Array<{ detail: string }>)
+      .map((step) => step.detail).join(' ');
+    expect(plan).to.include('tenant_tokens_tenant').and.not.include('TEMP B-TREE');
   });
 
   it('refuses a file migrated by a newer Herald with HERALD_STORE naming both versions, changing nothing', () => {

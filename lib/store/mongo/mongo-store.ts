@@ -40,7 +40,7 @@ import { MongoClient, ObjectId } from 'mongodb';
 import type { ClientSession, Db, Document, Filter, TransactionOptions } from 'mongodb';
 import type { Clock } from '../../clock.ts';
 import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
-import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent } from '../../model.ts';
+import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, TenantToken } from '../../model.ts';
 import type {
   ClaimRequest,
   DeadLetterFilter,
@@ -80,7 +80,8 @@ import { purge } from './retention.ts';
 import { checkServerSupport, tooOldProblem } from './server-check.ts';
 import type { ServerSupport } from './server-check.ts';
 import { Collections, ensureSchema, MetaKeys } from './schema.ts';
-import type { AttemptDoc, DeadLetterDoc, DeliveryDoc, EndpointDoc, EventDoc, LeaseDoc, MetaDoc, NodeDoc } from './schema.ts';
+import type { AttemptDoc, DeadLetterDoc, DeliveryDoc, EndpointDoc, EventDoc, LeaseDoc, MetaDoc, NodeDoc, TenantTokenDoc } from './schema.ts';
+import { createTenantToken, deleteTenantToken, getTenantToken, listTenantTokens } from './tenant-tokens.ts';
 import { settle } from './settle.ts';
 
 const MINUTE = 60 * 1_000;
@@ -589,6 +590,24 @@ export class MongoStore implements Store {
     return this.#run('replayFailureGroup', (state) => replayFailureGroup(state, group, now));
   }
 
+  // Tenant tokens
+
+  async createTenantToken(token: TenantToken): Promise<void> {
+    return this.#run('createTenantToken', (state) => createTenantToken(state, token));
+  }
+
+  async getTenantToken(id: string): Promise<TenantToken | undefined> {
+    return this.#run('getTenantToken', (state) => getTenantToken(state, id));
+  }
+
+  async listTenantTokens(tenantId: string): Promise<TenantToken[]> {
+    return this.#run('listTenantTokens', (state) => listTenantTokens(state, tenantId));
+  }
+
+  async deleteTenantToken(tenantId: string, id: string): Promise<boolean> {
+    return this.#run('deleteTenantToken', (state) => deleteTenantToken(state, tenantId, id));
+  }
+
   // Retention
 
   /** What goes and when: see `retention.ts` (the TTL indexes delete old attempts and dead letters too). */
@@ -687,6 +706,7 @@ function openState(client: MongoClient, db: Db, support: ServerSupport, origin: 
     deadLetters: db.collection<DeadLetterDoc>(Collections.DEAD_LETTERS),
     leases: db.collection<LeaseDoc>(Collections.LEASES),
     nodes: db.collection<NodeDoc>(Collections.NODES),
+    tenantTokens: db.collection<TenantTokenDoc>(Collections.TENANT_TOKENS),
     transaction: (fn) => runTransaction(client, fn),
   };
 }

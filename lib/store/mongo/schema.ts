@@ -17,9 +17,10 @@ import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
 
 /**
  * Bumped when a migration is needed; stored in `meta` under `schema_version`. 2: dead letters carry
- * their `triage` ({@link migrateDeadLetterTriage}); 3: failure kinds ({@link migrateFailureKinds}).
+ * their `triage` ({@link migrateDeadLetterTriage}); 3: failure kinds ({@link migrateFailureKinds});
+ * 4: tenant tokens (a new collection and its index, which {@link ensureSchema} creates: no data moves).
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 export const Collections = {
   META: 'meta',
@@ -30,6 +31,7 @@ export const Collections = {
   DEAD_LETTERS: 'dead_letters',
   LEASES: 'leases',
   NODES: 'nodes',
+  TENANT_TOKENS: 'tenant_tokens',
 } as const;
 export type CollectionName = (typeof Collections)[keyof typeof Collections];
 
@@ -174,6 +176,16 @@ export interface LeaseDoc {
   epoch: number;
 }
 
+/** A tenant token (lib/tenants/tenant-tokens.ts): `_id` is the token's id, `secretHash` a SHA-256 of its secret. */
+export interface TenantTokenDoc {
+  _id: string;
+  tenantId: string;
+  name: string;
+  secretHash: string;
+  createdAt: number;
+  expiresAt: number | null;
+}
+
 export interface NodeDoc {
   _id: string;
   startedAt: number;
@@ -251,6 +263,8 @@ export function indexSpecs(retentionSeconds: number | null): Readonly<Record<Col
     ],
     [Collections.LEASES]: [{ key: { owner: 1 }, name: 'leases_owner' }],
     [Collections.NODES]: [{ key: { seenAt: 1 }, name: 'nodes_seen' }],
+    // The admin lists a tenant's tokens, oldest first; a request looks one up by _id.
+    [Collections.TENANT_TOKENS]: [{ key: { tenantId: 1, createdAt: 1, _id: 1 }, name: 'tenant_tokens_tenant' }],
   };
 }
 

@@ -28,7 +28,7 @@ import pg from 'pg';
 import type { Pool } from 'pg';
 import type { Clock } from '../../clock.ts';
 import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
-import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent } from '../../model.ts';
+import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, TenantToken } from '../../model.ts';
 import type {
   ClaimRequest,
   DeadLetterFilter,
@@ -69,6 +69,7 @@ import { PURGE_CHUNK, RetentionQueries } from './retention.ts';
 import { DEFAULT_POSTGRES_SCHEMA, migratePostgresSchema, validSchemaName } from './schema.ts';
 import { SettleQueries } from './settle.ts';
 import { sqlOn, type Sql } from './sql.ts';
+import { TenantTokenQueries } from './tenant-tokens.ts';
 import { PostgresWorkSignal, type WorkSignalRestart } from './work-signal.ts';
 
 export interface PostgresStoreOptions {
@@ -131,6 +132,7 @@ export class PostgresStore implements Store {
   readonly #deadLetters: DeadLetterQueries;
   readonly #failures: FailureGroupQueries;
   readonly #retention: RetentionQueries;
+  readonly #tenantTokens: TenantTokenQueries;
 
   #state: OpenState | undefined;
   #opening: Promise<OpenState> | undefined;
@@ -167,6 +169,7 @@ export class PostgresStore implements Store {
     this.#deadLetters = new DeadLetterQueries(s);
     this.#failures = new FailureGroupQueries(s);
     this.#retention = new RetentionQueries(s);
+    this.#tenantTokens = new TenantTokenQueries(s);
   }
 
   /** The schema Herald's tables live in. */
@@ -440,6 +443,24 @@ export class PostgresStore implements Store {
     const retrying = await this.#run('replayFailureGroup', (sql) => this.#failures.resume(sql, group, now));
     const replayed = await this.replayDeadLetters({ endpointId: group.endpointId, failureKind: group.kind }, now);
     return { deadLetters: replayed.length, retrying };
+  }
+
+  // Tenant tokens
+
+  async createTenantToken(token: TenantToken): Promise<void> {
+    return this.#run('createTenantToken', (sql) => this.#tenantTokens.create(sql, token));
+  }
+
+  async getTenantToken(id: string): Promise<TenantToken | undefined> {
+    return this.#run('getTenantToken', (sql) => this.#tenantTokens.get(sql, id));
+  }
+
+  async listTenantTokens(tenantId: string): Promise<TenantToken[]> {
+    return this.#run('listTenantTokens', (sql) => this.#tenantTokens.list(sql, tenantId));
+  }
+
+  async deleteTenantToken(tenantId: string, id: string): Promise<boolean> {
+    return this.#run('deleteTenantToken', (sql) => this.#tenantTokens.delete(sql, tenantId, id));
   }
 
   // Retention

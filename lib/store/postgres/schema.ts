@@ -216,6 +216,21 @@ CREATE INDEX dead_letters_failing ON ${s}.dead_letters (endpoint_id, failure_kin
   WHERE triage_state IN ('new', 'acknowledged');
 `,
   },
+  {
+    version: 6,
+    what: "tenant tokens: a tenant's access to its own data, the secret kept as a SHA-256",
+    sql: (s) => `
+CREATE TABLE ${s}.tenant_tokens (
+  id          text COLLATE "C" PRIMARY KEY,
+  tenant_id   text COLLATE "C" NOT NULL,
+  name        text NOT NULL,
+  secret_hash text NOT NULL,
+  created_at  bigint NOT NULL,
+  expires_at  bigint
+);
+CREATE INDEX tenant_tokens_tenant ON ${s}.tenant_tokens (tenant_id, created_at, id);
+`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

@@ -65,6 +65,21 @@ CREATE INDEX dead_letters_failing ON dead_letters (endpoint_id, failure_kind, cr
   WHERE triage_state IN ('new', 'acknowledged');
 `,
   },
+  {
+    version: 5,
+    what: 'tenant tokens: a tenant\'s access to its own data, the secret kept as a SHA-256',
+    sql: `
+CREATE TABLE tenant_tokens (
+  id          TEXT PRIMARY KEY,
+  tenant_id   TEXT NOT NULL,
+  name        TEXT NOT NULL,
+  secret_hash TEXT NOT NULL,
+  created_at  INTEGER NOT NULL,
+  expires_at  INTEGER
+);
+CREATE INDEX tenant_tokens_tenant ON tenant_tokens (tenant_id, created_at, id);
+`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */

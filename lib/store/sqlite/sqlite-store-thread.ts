@@ -18,7 +18,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { ClosedError, StoreError } from '../../errors.ts';
-import type { DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, Attempt } from '../../model.ts';
+import type { DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, Attempt, TenantToken } from '../../model.ts';
 import { workerExecArgv } from '../../worker-exec-argv.ts';
 import type {
   ClaimRequest,
@@ -200,6 +200,18 @@ export class SqliteStoreThread implements Store {
 
   replayFailureGroup(group: FailureGroupKey, now: number): Promise<FailureGroupReplay> {
     return this.#call('replayFailureGroup', [group, now]);
+  }
+  createTenantToken(token: TenantToken): Promise<void> {
+    return this.#call('createTenantToken', [token]);
+  }
+  getTenantToken(id: string): Promise<TenantToken | undefined> {
+    return this.#call('getTenantToken', [id]);
+  }
+  listTenantTokens(tenantId: string): Promise<TenantToken[]> {
+    return this.#call('listTenantTokens', [tenantId]);
+  }
+  deleteTenantToken(tenantId: string, id: string): Promise<boolean> {
+    return this.#call('deleteTenantToken', [tenantId, id]);
   }
   purge(before: number): Promise<PurgeResult> {
     return this.#call('purge', [before]);

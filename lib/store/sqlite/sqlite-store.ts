@@ -21,7 +21,7 @@
  * Each concern's statements, prepared once per connection, and the
  * synchronous logic over them live in a module of their own (`endpoints.ts`,
  * `fan-out.ts`, `leases.ts`, `claims.ts`, `settle.ts`, `delivery-log.ts`,
- * `dead-letters.ts`, `retention.ts`); this class keeps the connection, the
+ * `dead-letters.ts`, `retention.ts`, `tenant-tokens.ts`); this class keeps the connection, the
  * lock and the transactions, and says which mode each port method runs in.
  *
  * The work signal for other processes is `PRAGMA data_version`, which changes
@@ -34,7 +34,7 @@ import Database from 'better-sqlite3';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Clock, TimerHandle } from '../../clock.ts';
 import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
-import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent } from '../../model.ts';
+import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, TenantToken } from '../../model.ts';
 import type {
   ClaimRequest,
   DeadLetterFilter,
@@ -76,6 +76,7 @@ import { PURGE_CHUNK, RetentionStatements } from './retention.ts';
 import type { DeadLetterRow } from '../sql-rows.ts';
 import { ensureSchema } from './schema.ts';
 import { SettleStatements } from './settle.ts';
+import { TenantTokenStatements } from './tenant-tokens.ts';
 import { DynamicStatements, isBusy, type Statement } from './sql.ts';
 
 export interface SqliteStoreOptions {
@@ -141,6 +142,7 @@ interface OpenState {
   readonly deadLetters: DeadLetterStatements;
   readonly failures: FailureGroupStatements;
   readonly retention: RetentionStatements;
+  readonly tenantTokens: TenantTokenStatements;
   /** Runs a function in a savepoint of the open transaction (a commit group's member). */
   readonly inSavepoint: (run: () => unknown) => unknown;
 }
@@ -476,6 +478,24 @@ export class SqliteStore implements Store {
     return { deadLetters: replayed.length, retrying };
   }
 
+  // Tenant tokens
+
+  async createTenantToken(token: TenantToken): Promise<void> {
+    return this.#run('createTenantToken', ({ tenantTokens }) => tenantTokens.create(token));
+  }
+
+  async getTenantToken(id: string): Promise<TenantToken | undefined> {
+    return this.#run('getTenantToken', ({ tenantTokens }) => tenantTokens.get(id), 'read');
+  }
+
+  async listTenantTokens(tenantId: string): Promise<TenantToken[]> {
+    return this.#run('listTenantTokens', ({ tenantTokens }) => tenantTokens.list(tenantId), 'read');
+  }
+
+  async deleteTenantToken(tenantId: string, id: string): Promise<boolean> {
+    return this.#run('deleteTenantToken', ({ tenantTokens }) => tenantTokens.delete(tenantId, id));
+  }
+
   // Retention
 
   async purge(before: number): Promise<PurgeResult> {
@@ -604,6 +624,7 @@ function prepareConnection(db: BetterSqlite3.Database): OpenState {
     deadLetters: new DeadLetterStatements(db, dynamic),
     failures: new FailureGroupStatements(db, dynamic),
     retention: new RetentionStatements(db),
+    tenantTokens: new TenantTokenStatements(db),
     inSavepoint: db.transaction((run: () => unknown) => run()),
   };
 }

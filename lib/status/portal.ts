@@ -1,0 +1,222 @@
+/**
+ * The tenants' portal at `GET /portal`: one static page, plain HTML and
+ * JavaScript (no build step, nothing from a CDN), for a tenant's own
+ * developers. The page carries no data: it asks for a tenant token (kept in the
+ * tab's session storage) and reads the admin API with it, which answers only
+ * with that tenant's data (`caller-scope.ts`).
+ *
+ * It shows the tenant's endpoints with their health and failure rate over the
+ * last hour, a Send test event, Rotate secret and Disable/Enable button per
+ * endpoint, the test event's outcome as it happens, the open dead letters with
+ * Replay, the delivery log (filtered by endpoint, status, event type) with each
+ * delivery's payload and attempts (status, duration, response body), and how to
+ * verify signatures: the secret of the last rotation or creation made here, and
+ * a Node snippet. It refreshes every 5 s. Everything the API returns is escaped
+ * before it is shown.
+ *
+ * A link may carry the token in its fragment, `/portal#token=htk_…`: a fragment
+ * is never sent to a server (RFC 9110 §4.2.4), and the page moves it into
+ * session storage and removes it from the address bar at once.
+ */
+const PAGE = String.raw`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Webhooks — developer portal</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<style>
+ [hidden]{display:none!important}
+ :root{--bad:#b00020;--ok:#0a7d2c;--warn:#9a6700;--line:#e3e3e3;--muted:#666}
+ body{font:14px system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
+ header{background:#12355b;color:#fff;padding:.7rem 1.5rem;display:flex;gap:1.5rem;align-items:center;flex-wrap:wrap}
+ header h1{font-size:1.2rem;margin:0} header .who{font-size:12px;opacity:.85}
+ main{padding:1rem 1.5rem;max-width:1400px}
+ section{background:#fff;border:1px solid var(--line);border-radius:6px;padding:.6rem 1rem;margin:0 0 1rem}
+ h2{font-size:1rem;margin:.3rem 0 .6rem} h3{font-size:.9rem;margin:.8rem 0 .4rem}
+ table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid var(--line);padding:.3rem .5rem;text-align:left;vertical-align:top}
+ th{font-weight:600;color:var(--muted);font-size:12px;text-transform:uppercase}
+ code,pre{font-size:12px} pre{background:#f3f4f6;padding:.6rem;border-radius:4px;overflow:auto;max-height:20rem;margin:.3rem 0}
+ .bad{color:var(--bad)} .ok{color:var(--ok)} .warn{color:var(--warn)} .muted{color:var(--muted)}
+ .pill{display:inline-block;border-radius:9px;padding:0 .5rem;font-size:12px;border:1px solid currentColor}
+ form.inline{display:flex;gap:.5rem;flex-wrap:wrap;align-items:end;margin:.3rem 0 .6rem} label{font-size:12px;color:var(--muted);display:flex;flex-direction:column}
+ input,select,button{font:inherit} button{cursor:pointer}
+ #msg{min-height:1.2em;margin:.2rem 0 .8rem} .empty{color:var(--muted);font-style:italic}
+ .chart-slot{border:1px dashed var(--line);border-radius:4px;padding:1rem;color:var(--muted);font-style:italic}
+</style></head><body>
+<header><h1>Webhooks — developer portal</h1><span class="who" id="who"></span>
+<form id="login" class="inline" style="margin:0"><input id="token" type="password" size="40" placeholder="your token (htk_…)" aria-label="Token"><button>Sign in</button></form>
+<button id="logout" hidden>Sign out</button></header>
+<main>
+<p id="msg" role="status"></p>
+<section><h2>Your endpoints</h2><table id="endpoints"></table><div id="test-result"></div></section>
+<!-- CHART SLOT: the charts work (GET /v1/stats/series) draws this tenant's deliveries and failures per minute here, with uPlot served by Herald. -->
+<section id="chart"><h2>Deliveries over time</h2><div class="chart-slot">Charts come here.</div></section>
+<section><h2>Failed deliveries (dead letters)</h2><table id="dead"></table></section>
+<section><h2>Delivery log</h2>
+<form id="search" class="inline">
+ <label>Endpoint <input name="endpointId" size="38"></label><label>Event type <input name="eventType" size="16"></label>
+ <label>Status <select name="status"><option value="">any</option><option>pending</option><option>in_flight</option><option>delivered</option><option>dead</option><option>cancelled</option></select></label>
+ <button>Search</button></form>
+<table id="log"></table><p><button id="more" hidden>Next page</button></p>
+<div id="detail"></div></section>
+<section id="verify"><h2>Verifying signatures</h2>
+<p>Every request carries the <a href="https://www.standardwebhooks.com/">Standard Webhooks</a> headers <code>webhook-id</code>,
+<code>webhook-timestamp</code> and <code>webhook-signature</code>: an HMAC-SHA256 of <code>id.timestamp.body</code> with your endpoint's
+secret. Check it on the raw body, before parsing it, and refuse a timestamp more than 5 minutes away from your clock.</p>
+<p id="secret-line" class="muted">Your signing secret was shown when the endpoint was created. To get a new one here, press Rotate secret:
+the old secret keeps signing for a while, so you can deploy the new one first.</p>
+<pre id="snippet"></pre></section>
+</main>
+<script>
+const $ = (id) => document.getElementById(id);
+const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
+const when = (ms) => ms == null ? '' : new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
+const token = () => sessionStorage.getItem('heraldPortalToken');
+const say = (text, bad) => { $('msg').textContent = text; $('msg').className = bad ? 'bad' : 'ok'; };
+const row = (cells, attrs = '') => '<tr ' + attrs + '>' + cells.map((c) => '<td>' + c + '</td>').join('') + '</tr>';
+const head = (names) => '<tr>' + names.map((n) => '<th>' + esc(n) + '</th>').join('') + '</tr>';
+const pretty = (v) => { try { return JSON.stringify(typeof v === 'string' ? JSON.parse(v) : v, null, 2); } catch { return String(v); } };
+async function api(path, init = {}) {
+  const res = await fetch(path, { ...init, headers: { authorization: 'Bearer ' + token(), 'content-type': 'application/json' } });
+  const body = res.status === 204 ? null : await res.json();
+  if (res.status === 401) { sessionStorage.removeItem('heraldPortalToken'); showLogin(); }
+  if (!res.ok) throw new Error(body?.error?.message ?? res.statusText);
+  return body;
+}
+function showLogin() { const has = !!token(); $('login').hidden = has; $('logout').hidden = !has; if (!has) $('who').textContent = ''; }
+// A link may carry the token in its fragment (never sent to the server): keep it for the tab, then clear the address bar.
+(() => { const m = /(?:^#|&)token=([^&]+)/.exec(location.hash); if (!m) return;
+  sessionStorage.setItem('heraldPortalToken', decodeURIComponent(m[1])); history.replaceState(null, '', location.pathname + location.search); })();
+
+function snippet(secret) {
+  return "// npm install standardwebhooks   (or, inside a Herald install: import { verify } from 'herald')\n" +
+    "import { Webhook } from 'standardwebhooks';\n\n" +
+    "const wh = new Webhook('" + (secret ?? 'whsec_…your endpoint secret…') + "');\n\n" +
+    "app.post('/hooks', express.raw({ type: 'application/json' }), (req, res) => {\n" +
+    "  let event;\n" +
+    "  try {\n" +
+    "    event = wh.verify(req.body.toString('utf8'), req.headers);   // throws when the signature or timestamp is wrong\n" +
+    "  } catch {\n" +
+    "    return res.status(400).end();\n" +
+    "  }\n" +
+    "  // req.headers['webhook-id'] is the same on every retry of one event: use it to drop duplicates.\n" +
+    "  res.status(204).end();\n" +
+    "});\n";
+}
+function showSecret(endpointId, secret) {
+  $('secret-line').className = '';
+  $('secret-line').innerHTML = 'Secret of <code>' + esc(endpointId) + '</code>, shown once — copy it now: <code id="secret">' + esc(secret) + '</code>';
+  $('snippet').textContent = snippet(secret);
+}
+
+let testWatch = null;
+async function refresh() {
+  if (!token()) { say('Sign in with the token you were given (it starts with htk_).'); return; }
+  try {
+    const [endpoints, dead, stats] = await Promise.all([api('/v1/endpoints'), api('/v1/dead-letters?limit=100'), api('/v1/stats')]);
+    const rates = new Map(stats.endpoints.map((e) => [e.endpointId, e]));
+    const tenants = [...new Set(endpoints.data.map((e) => e.tenantId))];
+    $('who').textContent = tenants.length ? 'tenant ' + tenants.join(', ') : '';
+    $('endpoints').innerHTML = endpoints.data.length === 0 ? '<tr><td class="empty">No endpoints yet.</td></tr>' :
+      head(['endpoint', 'url', 'event types', 'health', 'failures (1 h)', '']) +
+      endpoints.data.map((e) => {
+        const r = rates.get(e.id);
+        const health = e.status === 'disabled' ? '<span class="bad">disabled (' + esc(e.disabledReason) + ')</span>'
+          : e.failingSince != null ? '<span class="warn">failing since ' + esc(when(e.failingSince)) + '</span>' : '<span class="ok">healthy</span>';
+        const rate = r ? Math.round(r.failureRate * 100) + ' % <span class="muted">(' + r.failures + '/' + r.attempts + ')</span>' : '<span class="muted">no attempts</span>';
+        const id = esc(e.id);
+        return row(['<code>' + id + '</code>' + (e.description ? '<br><span class="muted">' + esc(e.description) + '</span>' : ''), esc(e.url),
+          esc(e.eventTypes.length ? e.eventTypes.join(', ') : 'every type'), health, rate,
+          '<button data-test="' + id + '">Send test event</button> <button data-rotate="' + id + '">Rotate secret</button> ' +
+          (e.status === 'disabled' ? '<button data-enable="' + id + '">Enable</button>' : '<button data-disable="' + id + '">Disable</button>') +
+          ' <button data-log="' + id + '">Deliveries</button>'], 'data-endpoint="' + id + '"');
+      }).join('');
+    $('dead').innerHTML = dead.data.length === 0 ? '<tr><td class="empty">Nothing failed for good.</td></tr>' :
+      head(['died', 'endpoint', 'event', 'attempts', 'reason', '']) +
+      dead.data.map((x) => row([esc(when(x.createdAt)), '<code>' + esc(x.endpointId) + '</code>', esc(x.eventType) + ' <code>' + esc(x.eventId) + '</code>',
+        esc(x.attempts.length), '<span class="bad">' + esc(x.reason) + '</span>', '<button data-replay="' + esc(x.id) + '">Replay</button>'],
+        'data-dead-letter="' + esc(x.id) + '"')).join('');
+    if (!logPaged) await search();
+    if (testWatch) await showTest();
+    if ($('msg').className === 'bad' && !searchFailed) say('');
+  } catch (e) { say(e.message, true); }
+}
+
+let logCursor = null; let logPaged = false; let searchFailed = false;
+async function search(next) {
+  try {
+    const q = new URLSearchParams();
+    for (const [k, v] of new FormData($('search'))) if (v) q.set(k, v);
+    q.set('limit', '25'); if (next && logCursor) q.set('cursor', logCursor);
+    const page = await api('/v1/deliveries?' + q);
+    searchFailed = false; logCursor = page.nextCursor; logPaged = !!next; $('more').hidden = !logCursor;
+    const rows = page.data.map((x) => row([esc(when(x.createdAt)), '<code>' + esc(x.endpointId) + '</code>', esc(x.eventType),
+      '<span class="' + (x.status === 'delivered' ? 'ok' : x.status === 'dead' ? 'bad' : '') + '">' + esc(x.status) + '</span>', esc(x.attempts),
+      '<span class="bad">' + esc(x.lastError ?? '') + '</span>', '<button data-detail="' + esc(x.id) + '">Payload and attempts</button>'],
+      'data-delivery="' + esc(x.id) + '" data-status="' + esc(x.status) + '"')).join('');
+    const header = head(['created', 'endpoint', 'event type', 'status', 'attempts', 'last error', '']);
+    if (next) $('log').insertAdjacentHTML('beforeend', rows);
+    else $('log').innerHTML = page.data.length === 0 ? '<tr><td class="empty">No deliveries match.</td></tr>' : header + rows;
+  } catch (e) { searchFailed = true; $('log').innerHTML = ''; say(e.message, true); }
+}
+
+function attemptsTable(attempts) {
+  if (attempts.length === 0) return '<p class="empty">No attempt yet.</p>';
+  return '<table>' + head(['round', '#', 'started', 'duration', 'result', 'response body']) + attempts.map((a) => row([esc(a.round), esc(a.number),
+    esc(when(a.startedAt)), esc(a.durationMs) + ' ms',
+    a.error ? '<span class="bad">' + esc(a.error) + '</span>' : '<span class="ok">HTTP ' + esc(a.outcome.status) + '</span>',
+    a.outcome.kind === 'response' && a.outcome.body ? '<code>' + esc(a.outcome.body.slice(0, 500)) + '</code>' : ''], 'data-attempt')).join('') + '</table>';
+}
+async function detail(id) {
+  const [delivery, attempts] = await Promise.all([api('/v1/deliveries/' + encodeURIComponent(id)), api('/v1/deliveries/' + encodeURIComponent(id) + '/attempts')]);
+  return { delivery, attempts: attempts.data };
+}
+async function showTest() {
+  const { delivery, attempts } = await detail(testWatch.deliveryId);
+  const done = delivery.status === 'delivered' || delivery.status === 'dead';
+  $('test-result').innerHTML = '<h3>Test event <code>' + esc(testWatch.eventId) + '</code> to <code>' + esc(delivery.endpointId) + '</code>: <span id="test-status" class="' +
+    (delivery.status === 'delivered' ? 'ok' : delivery.status === 'dead' ? 'bad' : 'warn') + '">' + esc(delivery.status) + '</span></h3>' + attemptsTable(attempts);
+  if (done) testWatch = null;
+}
+
+document.addEventListener('click', async (ev) => {
+  const t = ev.target; if (!(t instanceof HTMLElement)) return;
+  try {
+    if (t.dataset.replay) {
+      await api('/v1/dead-letters/' + encodeURIComponent(t.dataset.replay) + '/replay', { method: 'POST' });
+      say('Replayed ' + t.dataset.replay + ': it is sent again now, with the same webhook-id.'); logPaged = false; refresh(); setTimeout(refresh, 700);
+    } else if (t.dataset.test) {
+      const sent = await api('/v1/endpoints/' + encodeURIComponent(t.dataset.test) + '/test', { method: 'POST' });
+      testWatch = { eventId: sent.id, deliveryId: sent.deliveryId };
+      say('Sent a test event (' + sent.type + ') to ' + t.dataset.test + '.'); await showTest();
+      for (const ms of [300, 1000, 2500]) setTimeout(() => testWatch && showTest().catch(() => {}), ms);
+    } else if (t.dataset.rotate) {
+      if (!confirm('Rotate the secret of ' + t.dataset.rotate + '? The old one keeps signing for a while.')) return;
+      const r = await api('/v1/endpoints/' + encodeURIComponent(t.dataset.rotate) + '/rotate-secret', { method: 'POST' });
+      showSecret(r.id, r.secret);
+      say('New secret for ' + r.id + (r.previousSecretExpiresAt ? '; the previous one keeps signing until ' + when(r.previousSecretExpiresAt) + ' UTC' : '') + '.');
+      $('verify').scrollIntoView();
+    } else if (t.dataset.enable || t.dataset.disable) {
+      const id = t.dataset.enable || t.dataset.disable;
+      await api('/v1/endpoints/' + encodeURIComponent(id) + '/' + (t.dataset.enable ? 'enable' : 'disable'), { method: 'POST' });
+      say((t.dataset.enable ? 'Enabled ' : 'Disabled ') + id + '.'); refresh();
+    } else if (t.dataset.log) {
+      $('search').elements.endpointId.value = t.dataset.log; logPaged = false; await search(); $('log').scrollIntoView();
+    } else if (t.dataset.detail) {
+      const { delivery, attempts } = await detail(t.dataset.detail);
+      $('detail').innerHTML = '<h3>Delivery <code>' + esc(delivery.id) + '</code> · ' + esc(delivery.eventType) + ' · <code>' + esc(delivery.eventId) + '</code></h3>' +
+        '<div class="muted">Payload sent (the body of every attempt):</div><pre id="payload">' +
+        esc(delivery.payload === null ? '(no longer kept)' : pretty(delivery.payload)) + '</pre>' + attemptsTable(attempts);
+    }
+  } catch (e) { say(e.message, true); }
+});
+$('search').addEventListener('submit', (ev) => { ev.preventDefault(); logPaged = false; search(); });
+$('more').addEventListener('click', () => search(true));
+$('login').addEventListener('submit', (ev) => { ev.preventDefault(); sessionStorage.setItem('heraldPortalToken', $('token').value.trim()); $('token').value = ''; say(''); showLogin(); refresh(); });
+$('logout').addEventListener('click', () => { sessionStorage.removeItem('heraldPortalToken'); showLogin(); say('Signed out.'); });
+$('snippet').textContent = snippet(null);
+showLogin(); refresh();
+setInterval(() => token() && refresh(), 5000);
+</script></body></html>`;
+
+export function portalHtml(): string {
+  return PAGE;
+}
