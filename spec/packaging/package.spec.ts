@@ -103,7 +103,7 @@ import('herald').then((esm) => {
 });
 `;
 
-/** Compiles only if the declarations type these calls (an \`any\` would leave each @ts-expect-error unused). */
+/** Compiles only if the declarations type these calls (an `any` would leave each @ts-expect-error unused). */
 const TS_ESM_CONSUMER = `import Database from 'better-sqlite3';
 import { publish, verify, isHeraldError, type OutboxEvent } from 'herald';
 
@@ -129,6 +129,15 @@ herald.publish(new Database(':memory:'), { type: 'order.created', payload: {} })
 export = events;
 `;
 
+/** A NestJS-style project: compiled to CommonJS, resolved the classic way (`main`, `types`, no `exports`). */
+const TS_COMMONJS_CONSUMER = `import Database from 'better-sqlite3';
+import { publish, verify, type OutboxEvent } from 'herald';
+
+export const events: OutboxEvent[] = publish(new Database(':memory:'), { tenantId: 'acme', type: 'order.created', payload: {} });
+// @ts-expect-error verify takes one options object
+verify('{}');
+`;
+
 const TS_CONFIG = {
   compilerOptions: {
     module: 'nodenext',
@@ -141,6 +150,21 @@ const TS_CONFIG = {
     types: ['node'],
   },
   files: ['consumer.mts', 'consumer.cts'],
+};
+
+const TS_COMMONJS_CONFIG = {
+  compilerOptions: {
+    module: 'commonjs',
+    moduleResolution: 'node10',
+    target: 'es2022',
+    strict: true,
+    esModuleInterop: true,
+    noEmit: true,
+    // The declarations are checked by the project above; this one checks what resolution finds.
+    skipLibCheck: true,
+    types: ['node'],
+  },
+  files: ['consumer-commonjs.ts'],
 };
 
 describe('the npm package', function () {
@@ -220,16 +244,25 @@ describe('the npm package', function () {
     });
   });
 
-  it('ships declarations a TypeScript consumer type-checks against, as an ES module and as CommonJS', async function () {
+  it('ships declarations a TypeScript consumer type-checks against: module nodenext (ES module and CommonJS files) and module commonjs', async function () {
     this.timeout(120_000);
     writeFileSync(join(consumer, 'consumer.mts'), TS_ESM_CONSUMER);
     writeFileSync(join(consumer, 'consumer.cts'), TS_CJS_CONSUMER);
     writeFileSync(join(consumer, 'tsconfig.json'), JSON.stringify(TS_CONFIG));
-    try {
-      await node([TSC, '-p', 'tsconfig.json']);
-    } catch (error) {
-      expect.fail(`tsc failed:\n${(error as { stdout?: string }).stdout ?? error}`);
-    }
+    writeFileSync(join(consumer, 'consumer-commonjs.ts'), TS_COMMONJS_CONSUMER);
+    writeFileSync(join(consumer, 'tsconfig.commonjs.json'), JSON.stringify(TS_COMMONJS_CONFIG));
+    const typeCheck = async (project: string): Promise<string> => {
+      try {
+        await node([TSC, '-p', project]);
+        return `${project}: ok`;
+      } catch (error) {
+        return `${project}: ${(error as { stdout?: string }).stdout ?? error}`;
+      }
+    };
+    expect(await Promise.all([typeCheck('tsconfig.json'), typeCheck('tsconfig.commonjs.json')])).to.deep.equal([
+      'tsconfig.json: ok',
+      'tsconfig.commonjs.json: ok',
+    ]);
   });
 
   it('has a `herald` binary: `npx herald --help` prints the usage and exits 0', async () => {
