@@ -50,8 +50,13 @@ const CONNECTION_OPTIONS = {
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
+/** What `parseCommand` returns: spelled out, as the emitted declarations cannot name parseArgs' own option types. */
+type ParsedCommand<O extends Options> = ReturnType<
+  typeof parseArgs<{ args: string[]; options: typeof CONNECTION_OPTIONS & O; strict: true; allowPositionals: boolean }>
+>;
+
 /** Parses `args` with the connection options added; an unknown flag is a UsageError. */
-export function parseCommand<O extends Options>(args: readonly string[], options: O, allowPositionals = true) {
+export function parseCommand<O extends Options>(args: readonly string[], options: O, allowPositionals = true): ParsedCommand<O> {
   try {
     return parseArgs({ args: [...args], options: { ...CONNECTION_OPTIONS, ...options }, strict: true, allowPositionals });
   } catch (error) {

@@ -2,8 +2,8 @@
  * The signing pool's worker: signs a batch of requests and returns their
  * `webhook-signature` header values, in order.
  *
- * It runs in a piscina worker thread, loaded through the same tsx loader as
- * the main thread (worker threads inherit `execArgv`). Keys arrive as base64
+ * It runs in a piscina worker thread, loaded the way the main thread's modules
+ * are: compiled, or through tsx (see `workerExecArgv`). Keys arrive as base64
  * strings rather than Buffers: a small Buffer is a view into Node's shared
  * 8 KiB allocation slab, and structured cloning a view copies its whole
  * underlying ArrayBuffer, so 32 key bytes would travel as 8 KiB.

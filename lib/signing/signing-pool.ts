@@ -27,6 +27,7 @@ import { ClosedError, ConfigError } from '../errors.ts';
 import type { SignTask } from './sign-worker.ts';
 import { assertSignable, signatureHeader } from './signature.ts';
 import { workerExecArgv } from '../worker-exec-argv.ts';
+import { workerModule } from '../worker-module.ts';
 
 const KiB = 1024;
 const SECOND = 1000;
@@ -96,7 +97,7 @@ interface Pending {
   readonly reject: (error: unknown) => void;
 }
 
-const WORKER_FILE = fileURLToPath(new URL('./sign-worker.ts', import.meta.url));
+const WORKER_MODULE = workerModule(import.meta.url, './sign-worker');
 
 export class SigningPool {
   readonly #options: Required<SigningPoolOptions>;
@@ -113,12 +114,12 @@ export class SigningPool {
   constructor(options: SigningPoolOptions = {}) {
     this.#options = validate({ ...DEFAULTS, ...stripUndefined(options) });
     this.#pool = new Piscina({
-      filename: WORKER_FILE,
+      filename: fileURLToPath(WORKER_MODULE),
       name: 'signBatch',
       minThreads: 0,
       maxThreads: this.#options.threads,
       idleTimeout: this.#options.idleTimeoutMs,
-      execArgv: workerExecArgv(),
+      execArgv: workerExecArgv(WORKER_MODULE),
     });
     this.#pool.on('error', (error: unknown) => this.#onPoolError(error));
   }

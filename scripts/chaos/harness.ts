@@ -323,7 +323,7 @@ export class HeraldNode {
     return child !== undefined && child.exitCode === null && child.signalCode === null;
   }
 
-  /** Spawns `herald start --config <file>` exactly as `npm start` runs it (tsx), logs appended to `logPath`. */
+  /** Spawns `herald start --config <file>` as `npm start` runs it, from the sources (tsx), logs appended to `logPath`. */
   spawn(): void {
     if (this.running) throw new Error(`${this.label} is already running`);
     mkdirSync(this.#options.dir, { recursive: true });

@@ -21,14 +21,23 @@ export interface HeraldProcess {
   readonly exited: Promise<Exit>;
 }
 
+/** How to run the CLI: a Node entry (with its flags) and the folder it runs in. */
+export interface HeraldEntry {
+  readonly nodeArgs: readonly string[];
+  readonly cwd: string;
+}
+
+/** The CLI from this checkout's sources, under tsx. */
+const SOURCE_ENTRY: HeraldEntry = { nodeArgs: ['--import', 'tsx', 'lib/cli/main.ts'], cwd: ROOT };
+
 /** `herald <args>` as a real child process, with no HERALD_* variable from this process leaking in. */
-export function runHerald(args: readonly string[], env: Readonly<Record<string, string>> = {}): HeraldProcess {
+export function runHerald(args: readonly string[], env: Readonly<Record<string, string>> = {}, entry: HeraldEntry = SOURCE_ENTRY): HeraldProcess {
   const cleanEnv: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (value !== undefined && !key.startsWith('HERALD_')) cleanEnv[key] = value;
   }
-  const child = spawn(process.execPath, ['--import', 'tsx', 'lib/cli/main.ts', ...args], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, [...entry.nodeArgs, ...args], {
+    cwd: entry.cwd,
     env: { ...cleanEnv, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -20,6 +20,7 @@ import { Worker } from 'node:worker_threads';
 import { ClosedError, StoreError } from '../../errors.ts';
 import type { DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, Attempt, TenantToken } from '../../model.ts';
 import { workerExecArgv } from '../../worker-exec-argv.ts';
+import { isTypeScriptModule, workerModule } from '../../worker-module.ts';
 import type {
   ClaimRequest,
   DeadLetterFilter,
@@ -43,16 +44,18 @@ import type { TriageOutcome } from '../../dead-letters/triage.ts';
 import type { SqliteStoreOptions } from './sqlite-store.ts';
 import { rebuildError, type StoreThreadMethod, type StoreThreadReply, type StoreThreadRequest } from './store-thread-messages.ts';
 
-const THREAD_FILE = new URL('./store-thread.ts', import.meta.url);
+const THREAD_FILE = workerModule(import.meta.url, './store-thread');
 
 /**
- * The thread's entry, in JavaScript: on Node 20 the TypeScript loader registered in this thread
- * (tsx) does not reach a worker's own imports, so the entry registers tsx there, then imports the
- * thread's module.
+ * The thread's entry, in JavaScript. From the TypeScript sources, on Node 20 the loader
+ * registered in this thread (tsx) does not reach a worker's own imports, so the entry registers
+ * tsx there, then imports the thread's module; compiled, it imports the module.
  */
-const THREAD_ENTRY = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))})
-  .then(({ register }) => { register(); return import(${JSON.stringify(THREAD_FILE.href)}); })
-  .catch((error) => { setImmediate(() => { throw error; }); });`;
+const THREAD_ENTRY = `${
+  isTypeScriptModule(THREAD_FILE)
+    ? `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => { register(); return import(${JSON.stringify(THREAD_FILE.href)}); })`
+    : `import(${JSON.stringify(THREAD_FILE.href)})`
+}.catch((error) => { setImmediate(() => { throw error; }); });`;
 
 export type SqliteStoreThreadOptions = Omit<SqliteStoreOptions, 'clock' | 'groupCommit'>;
 
@@ -218,7 +221,7 @@ export class SqliteStoreThread implements Store {
   }
 
   #start(): Worker {
-    const worker = new Worker(THREAD_ENTRY, { eval: true, workerData: this.#options, execArgv: workerExecArgv() });
+    const worker = new Worker(THREAD_ENTRY, { eval: true, workerData: this.#options, execArgv: workerExecArgv(THREAD_FILE) });
     worker.unref();
     worker.on('message', (reply: StoreThreadReply) => this.#receive(reply));
     if (this.#listeners.size > 0) worker.postMessage({ type: 'watch' } satisfies StoreThreadRequest);

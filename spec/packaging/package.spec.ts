@@ -1,0 +1,325 @@
+/**
+ * The package as a user gets it: `npm pack` (which builds dist/ through `prepare`), then the
+ * tarball installed into a fresh project in a temporary folder outside the repository, where
+ * nothing of the checkout (sources, tsx, dev dependencies) can be reached. Each test runs a
+ * consumer there with plain Node: the ES module and CommonJS entries, the shipped
+ * declarations, the `herald` binary, and a node started from the package.
+ *
+ * The install is offline, from the npm cache that `npm ci` filled: the consumer gets a lock
+ * file made of the repository's (the production packages only, so the versions are the ones
+ * the suite tests), and `npm ci --offline` takes every package from the cache. It runs with
+ * `--ignore-scripts`, so better-sqlite3 is not compiled again (a minute here): the entries
+ * load its addon only when a database is opened, and the one test that opens one borrows
+ * the repository's build, made by `npm ci` for this very Node and the same version.
+ */
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { banner, get, runHerald, type HeraldProcess } from '../support/herald-cli.ts';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const TSC = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+
+interface LockEntry {
+  readonly version?: string;
+  readonly license?: string;
+  readonly dev?: boolean;
+  readonly dependencies?: Record<string, string>;
+  readonly bin?: Record<string, string>;
+  readonly engines?: Record<string, string>;
+}
+
+interface PackResult {
+  readonly filename: string;
+  readonly integrity: string;
+  readonly files: readonly { readonly path: string }[];
+}
+
+/** The environment for the consumer's processes: no loader this process may carry (tsx) reaches them. */
+function plainEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  return env;
+}
+
+/** A lock file for a project that depends on the tarball alone, from the repository's own lock. */
+function consumerLock(tarball: string, integrity: string): object {
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
+  const herald = lock.packages[''] ?? {};
+  const packages: Record<string, unknown> = {
+    '': { name: 'herald-consumer', version: '1.0.0', dependencies: { herald: `file:${tarball}` } },
+    'node_modules/herald': {
+      version: herald.version,
+      resolved: `file:${tarball}`,
+      integrity,
+      license: herald.license,
+      dependencies: herald.dependencies,
+      bin: herald.bin,
+      engines: herald.engines,
+    },
+  };
+  // Herald's dependencies sit where they sat under the repository: at the top of node_modules.
+  for (const [path, entry] of Object.entries(lock.packages)) if (path !== '' && entry.dev !== true) packages[path] = entry;
+  return { name: 'herald-consumer', version: '1.0.0', lockfileVersion: 3, requires: true, packages };
+}
+
+/** Signs like any Standard Webhooks sender (node:crypto, not Herald), then checks it with Herald's `verify`. */
+const SIGN_AND_VERIFY = `
+const key = randomBytes(32);
+const secret = 'whsec_' + key.toString('base64');
+const id = 'msg_packaging';
+const timestamp = String(Math.floor(Date.now() / 1000));
+const body = '{"orderId":42}';
+const signature = createHmac('sha256', key).update(id + '.' + timestamp + '.' + body).digest('base64');
+const headers = { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': 'v1,' + signature };
+verify({ payload: body, headers, secret });
+let tampered = 'verified';
+try {
+  verify({ payload: body + ' ', headers, secret });
+} catch (error) {
+  tampered = error instanceof WebhookVerificationError ? error.code : String(error);
+}
+const result = { publish: typeof publish, verified: true, tampered };
+`;
+
+const ESM_CONSUMER = `import { createHmac, randomBytes } from 'node:crypto';
+import { publish, verify, WebhookVerificationError } from 'herald';
+${SIGN_AND_VERIFY}
+console.log(JSON.stringify(result));
+`;
+
+const CJS_CONSUMER = `const { createHmac, randomBytes } = require('node:crypto');
+const herald = require('herald');
+const { publish, verify, WebhookVerificationError } = herald;
+${SIGN_AND_VERIFY}
+import('herald').then((esm) => {
+  console.log(JSON.stringify({ ...result, sameModuleAsImport: esm.verify === verify && esm.HeraldError === herald.HeraldError }));
+});
+`;
+
+/** Compiles only if the declarations type these calls (an `any` would leave each @ts-expect-error unused). */
+const TS_ESM_CONSUMER = `import Database from 'better-sqlite3';
+import { publish, verify, isHeraldError, type OutboxEvent } from 'herald';
+
+const events: OutboxEvent[] = publish(new Database(':memory:'), { tenantId: 'acme', type: 'order.created', payload: { orderId: 42 } });
+export const ids: string[] = events.map((event) => event.id);
+try {
+  verify({ payload: '{}', headers: { 'webhook-id': 'msg_1' }, secret: 'whsec_AAAA', toleranceSec: 60 });
+} catch (error) {
+  if (isHeraldError(error)) console.log(error.code);
+}
+// @ts-expect-error publish takes a better-sqlite3 Database, not a path
+publish('herald.db', { tenantId: 'acme', type: 'order.created', payload: {} });
+// @ts-expect-error verify takes one options object
+verify('{}', {}, 'whsec_AAAA');
+`;
+
+const TS_CJS_CONSUMER = `import Database = require('better-sqlite3');
+import herald = require('herald');
+
+const events: herald.OutboxEvent[] = herald.publish(new Database(':memory:'), [{ tenantId: 'acme', type: 'order.created', payload: {} }]);
+// @ts-expect-error tenantId is required
+herald.publish(new Database(':memory:'), { type: 'order.created', payload: {} });
+export = events;
+`;
+
+/** A NestJS-style project: compiled to CommonJS, resolved the classic way (`main`, `types`, no `exports`). */
+const TS_COMMONJS_CONSUMER = `import Database from 'better-sqlite3';
+import { publish, verify, type OutboxEvent } from 'herald';
+
+export const events: OutboxEvent[] = publish(new Database(':memory:'), { tenantId: 'acme', type: 'order.created', payload: {} });
+// @ts-expect-error verify takes one options object
+verify('{}');
+`;
+
+const TS_CONFIG = {
+  compilerOptions: {
+    module: 'nodenext',
+    moduleResolution: 'nodenext',
+    target: 'es2022',
+    strict: true,
+    noEmit: true,
+    // The declarations Herald ships, and the ones they import, are checked too.
+    skipLibCheck: false,
+    types: ['node'],
+  },
+  files: ['consumer.mts', 'consumer.cts'],
+};
+
+const TS_COMMONJS_CONFIG = {
+  compilerOptions: {
+    module: 'commonjs',
+    moduleResolution: 'node10',
+    target: 'es2022',
+    strict: true,
+    esModuleInterop: true,
+    noEmit: true,
+    // The declarations are checked by the project above; this one checks what resolution finds.
+    skipLibCheck: true,
+    types: ['node'],
+  },
+  files: ['consumer-commonjs.ts'],
+};
+
+describe('the npm package', function () {
+  let dir: string;
+  let consumer: string;
+  let packed: PackResult;
+
+  before(async function () {
+    // npm pack builds (tsc) and npm ci unpacks ≈ 130 packages: tens of seconds on a busy machine.
+    this.timeout(240_000);
+    dir = mkdtempSync(join(tmpdir(), 'herald-package-'));
+    expect(relative(ROOT, dir).startsWith('..'), `${dir} must be outside the repository`).to.equal(true);
+    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
+    [packed] = JSON.parse(stdout) as [PackResult];
+
+    consumer = join(dir, 'consumer');
+    mkdirSync(consumer);
+    const tarball = `../${packed.filename}`;
+    writeFileSync(
+      join(consumer, 'package.json'),
+      JSON.stringify({ name: 'herald-consumer', version: '1.0.0', private: true, dependencies: { herald: `file:${tarball}` } }),
+    );
+    writeFileSync(join(consumer, 'package-lock.json'), JSON.stringify(consumerLock(tarball, packed.integrity)));
+    try {
+      await run('npm', ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: consumer, env: plainEnv() });
+    } catch (error) {
+      throw new Error(`installing the tarball offline failed (run \`npm ci\` in the repository first: it fills the npm cache): ${(error as { stderr?: string }).stderr ?? error}`);
+    }
+  });
+
+  after(() => {
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Runs `node <args>` in the consumer project. */
+  async function node(args: readonly string[]): Promise<string> {
+    const { stdout } = await run(process.execPath, [...args], { cwd: consumer, env: plainEnv() });
+    return stdout;
+  }
+
+  it('holds the compiled build in both formats, the default configuration and the bin; no sources, specs or scripts', () => {
+    const paths = packed.files.map((file) => file.path);
+    expect(paths).to.include.members([
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/index.cjs',
+      'dist/index.d.cts',
+      'dist/cli/main.js',
+      'dist/signing/sign-worker.js',
+      'dist/store/sqlite/store-thread.js',
+      'config/default.json',
+      'scripts/herald.mjs',
+      'README.md',
+      'package.json',
+    ]);
+    expect(paths.filter((path) => !/^(dist\/|config\/default\.json$|scripts\/herald\.mjs$|README\.md$|package\.json$)/.test(path))).to.deep.equal([]);
+    expect(paths.filter((path) => path.endsWith('.ts') && !path.endsWith('.d.ts'))).to.deep.equal([]);
+  });
+
+  it('installs without tsx: nothing in the package needs a TypeScript loader', () => {
+    expect(existsSync(join(consumer, 'node_modules', 'herald', 'dist', 'index.js'))).to.equal(true);
+    expect(existsSync(join(consumer, 'node_modules', 'tsx'))).to.equal(false);
+  });
+
+  it('gives an ES module publish and verify; verify accepts a Standard Webhooks signature and rejects a tampered body', async () => {
+    writeFileSync(join(consumer, 'consumer.mjs'), ESM_CONSUMER);
+    expect(JSON.parse(await node(['consumer.mjs']))).to.deep.equal({ publish: 'function', verified: true, tampered: 'HERALD_INVALID_SIGNATURE' });
+  });
+
+  it('gives CommonJS the same through require(), the very module import gives (one copy of every class)', async () => {
+    writeFileSync(join(consumer, 'consumer.cjs'), CJS_CONSUMER);
+    expect(JSON.parse(await node(['consumer.cjs']))).to.deep.equal({
+      publish: 'function',
+      verified: true,
+      tampered: 'HERALD_INVALID_SIGNATURE',
+      sameModuleAsImport: true,
+    });
+  });
+
+  it('ships declarations a TypeScript consumer type-checks against: module nodenext (ES module and CommonJS files) and module commonjs', async function () {
+    this.timeout(120_000);
+    writeFileSync(join(consumer, 'consumer.mts'), TS_ESM_CONSUMER);
+    writeFileSync(join(consumer, 'consumer.cts'), TS_CJS_CONSUMER);
+    writeFileSync(join(consumer, 'tsconfig.json'), JSON.stringify(TS_CONFIG));
+    writeFileSync(join(consumer, 'consumer-commonjs.ts'), TS_COMMONJS_CONSUMER);
+    writeFileSync(join(consumer, 'tsconfig.commonjs.json'), JSON.stringify(TS_COMMONJS_CONFIG));
+    const typeCheck = async (project: string): Promise<string> => {
+      try {
+        await node([TSC, '-p', project]);
+        return `${project}: ok`;
+      } catch (error) {
+        return `${project}: ${(error as { stdout?: string }).stdout ?? error}`;
+      }
+    };
+    expect(await Promise.all([typeCheck('tsconfig.json'), typeCheck('tsconfig.commonjs.json')])).to.deep.equal([
+      'tsconfig.json: ok',
+      'tsconfig.commonjs.json: ok',
+    ]);
+  });
+
+  it('has a `herald` binary: `npx herald --help` prints the usage and exits 0', async () => {
+    const { stdout } = await run('npx', ['--offline', 'herald', '--help'], { cwd: consumer, env: plainEnv() });
+    expect(stdout).to.match(/^Usage: herald start/);
+    expect(stdout).to.include('herald endpoints add');
+  });
+
+  context('when a node runs from the package', () => {
+    let proc: HeraldProcess | undefined;
+
+    before(() => {
+      // The consumer's better-sqlite3 is the repository's version, installed without its build
+      // step: it gets the repository's addon, which `npm ci` (or CI's rebuild) made for this Node.
+      const addon = join(dirname(createRequire(import.meta.url).resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node');
+      const target = join(consumer, 'node_modules', 'better-sqlite3', 'build', 'Release');
+      mkdirSync(target, { recursive: true });
+      copyFileSync(addon, join(target, 'better_sqlite3.node'));
+    });
+
+    afterEach(async () => {
+      if (proc !== undefined && proc.child.exitCode === null && proc.child.signalCode === null) {
+        proc.child.kill('SIGKILL');
+        await proc.exited;
+      }
+      proc = undefined;
+    });
+
+    it('starts with `herald start`: the default configuration is found, the SQLite store thread runs compiled, /readyz answers', async () => {
+      const data = join(dir, 'data');
+      proc = runHerald(
+        ['start', '--port', '0', '--data-dir', data, '--store', `sqlite:${join(data, 'herald.db')}`, '--log-level', 'silent'],
+        { NODE_OPTIONS: '' },
+        { nodeArgs: [join(consumer, 'node_modules', '.bin', 'herald')], cwd: consumer },
+      );
+      const { url } = await banner(proc);
+      const ready = await get(`${url}/readyz`);
+      expect(ready.status, ready.body).to.equal(200);
+      proc.child.kill('SIGTERM');
+      expect(await proc.exited).to.deep.equal({ code: 0, signal: null });
+      expect(proc.stderr).to.equal('');
+    });
+
+    it('signs on the signing pool worker thread, compiled', async () => {
+      // The pool is internal (not exported): the test reaches its compiled file by path.
+      const script = `import { SigningPool } from './node_modules/herald/dist/signing/signing-pool.js';
+import { verify } from 'herald';
+const key = Buffer.alloc(32, 7);
+const pool = new SigningPool({ inlineMaxBytes: 1 });
+const request = { keys: [key], id: 'msg_pool', timestampSec: Math.floor(Date.now() / 1000), body: '{"orderId":42}' };
+const signature = await pool.sign(request);
+verify({ payload: request.body, secret: 'whsec_' + key.toString('base64'), headers: { 'webhook-id': request.id, 'webhook-timestamp': String(request.timestampSec), 'webhook-signature': signature } });
+console.log(JSON.stringify({ ...pool.stats, poolFailure: String(pool.poolFailure) }));
+await pool.close();
+`;
+      writeFileSync(join(consumer, 'pool.mjs'), script);
+      expect(JSON.parse(await node(['pool.mjs']))).to.deep.equal({ inline: 0, pooled: 1, tasks: 1, poolFailure: 'undefined' });
+    });
+  });
+});
