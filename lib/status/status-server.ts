@@ -2,8 +2,8 @@
  * The status port: health, readiness, Prometheus metrics, the admin API and
  * the dashboard.
  *
- * `/healthz`, `/readyz`, `/metrics` and the dashboard page are open (the page
- * asks for the token and calls the API with it); everything under `/v1/` needs
+ * `/healthz`, `/readyz`, `/metrics`, the dashboard page and its chart library
+ * (`/assets/…`) are open (the page asks for the token and calls the API with it); everything under `/v1/` needs
  * `Authorization: Bearer <admin token>` (the scheme in any case, RFC 9110
  * §11.1). A request body is UTF-8 JSON of at most `api.maxRequestBytes`.
  * Errors are JSON `{ "error": { "code", "message", "field"?, "rule"? } }`
@@ -29,7 +29,9 @@ import { isTriageState, TRIAGE_STATES } from '../dead-letters/triage.ts';
 import { DeliveryStatus, TriageState } from '../model.ts';
 import { parseEventsBody } from '../producer/json-text.ts';
 import type { DeadLetterFilter, DeliveryFilter } from '../store/port.ts';
+import { ASSET_CACHE_CONTROL, chartAsset, chartAssetPaths, type StaticAsset } from './chart-assets.ts';
 import { dashboardHtml } from './dashboard.ts';
+import { seriesRequestOf } from './delivery-series.ts';
 import { decodeCursor, encodeCursor } from './delivery-cursor.ts';
 import { EndpointStats } from './endpoint-stats.ts';
 import { HeraldMetrics } from './metrics.ts';
@@ -61,6 +63,8 @@ interface Reply {
   readonly json?: unknown;
   readonly html?: string;
   readonly text?: { readonly body: string; readonly contentType: string };
+  /** A static file: cached by browsers, answered 304 when the request's `If-None-Match` has its ETag. */
+  readonly asset?: StaticAsset;
 }
 
 /** How long the rest of a refused request body is read (and dropped) before the connection is closed. */
@@ -160,6 +164,7 @@ export class StatusServer {
       return { status: 200, json: { status: 'ready', slotsOwned: h.leases.length } };
     }, true);
     this.#route('GET', '/', async () => ({ status: 200, html: dashboardHtml() }), true);
+    for (const path of chartAssetPaths()) this.#route('GET', path, async () => ({ status: 200, asset: chartAsset(path) }), true);
     this.#route('GET', '/metrics', async () => ({
       status: 200,
       text: { body: await this.#metrics.render(), contentType: this.#metrics.contentType },
@@ -168,6 +173,12 @@ export class StatusServer {
     this.#route('GET', '/v1/status', async () => ({
       status: 200,
       json: { ...(await h.status()), recent: { windowMs: this.#stats.windowMs, endpoints: this.#stats.snapshot() } },
+    }));
+
+    // The delivery charts: one endpoint's series or every endpoint's; the admin may see every endpoint.
+    this.#route('GET', '/v1/stats/series', async ({ query }) => ({
+      status: 200,
+      json: await h.deliverySeries(seriesRequestOf(query), { kind: 'all' }),
     }));
 
     this.#route('POST', '/v1/endpoints', async ({ body }) => {
@@ -273,6 +284,13 @@ export class StatusServer {
     }
     // Answered before the body was read: only a body refused unread (declared too large) is left to drain.
     if (!req.complete && !req.destroyed) this.#lingerOn(req, res);
+    if (reply.asset !== undefined) {
+      const { body, contentType, etag } = reply.asset;
+      const fresh = (req.headers['if-none-match'] ?? '').split(',').some((tag) => tag.trim() === etag);
+      res.writeHead(fresh ? 304 : reply.status, { 'content-type': contentType, 'cache-control': ASSET_CACHE_CONTROL, etag });
+      res.end(fresh ? undefined : body);
+      return;
+    }
     if (reply.text !== undefined) {
       res.writeHead(reply.status, { 'content-type': reply.text.contentType, 'cache-control': 'no-store' });
       res.end(reply.text.body);

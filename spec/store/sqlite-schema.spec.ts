@@ -82,7 +82,7 @@ describe('SQLite schema versions', () => {
     db.exec(`INSERT INTO dead_letters (id, delivery_id, event_id, endpoint_id, tenant_id, event_type, payload, reason, last_outcome, round,
       created_at, replayed_at, triage_state, triage_at) VALUES ('dl_1', 'dlv_x', 'evt', 'ep', 'acme', 't', '{}', 'exhausted', '{}', 0, 2000, NULL, 'new', 2000)`);
 
-    db.transaction(() => migrate(db, SQLITE_MIGRATIONS)).immediate();
+    db.transaction(() => migrate(db, SQLITE_MIGRATIONS.filter((m) => m.version <= 4))).immediate();
     expect(version(db)).to.equal('4');
     expect(db.prepare(`SELECT id, last_failure_kind, last_failure_at FROM deliveries ORDER BY id`).all()).to.deep.equal([
       { id: 'dlv_done', last_failure_kind: null, last_failure_at: null },
@@ -95,6 +95,24 @@ describe('SQLite schema versions', () => {
       GROUP BY endpoint_id, last_failure_kind`)).to.include('COVERING INDEX deliveries_failing');
     expect(plan(`SELECT endpoint_id, failure_kind, count(*) FROM dead_letters WHERE triage_state IN ('new', 'acknowledged') AND failure_kind IS NOT NULL
       GROUP BY endpoint_id, failure_kind`)).to.include('dead_letters_failing');
+  });
+
+  it('version 6 adds delivery_minutes, read by endpoint, by minute and by tenant over its indexes', () => {
+    db.transaction(() => {
+      db.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('schema_version', '4')`);
+      migrate(db, SQLITE_MIGRATIONS.filter((m) => m.version === 6));
+    }).immediate();
+    expect(version(db)).to.equal('6');
+    const columns = (db.prepare(`SELECT name FROM pragma_table_info('delivery_minutes')`).pluck().all() as string[]);
+    expect(columns.slice(0, 9)).to.deep.equal(['endpoint_id', 'minute', 'tenant_id', 'attempts', 'delivered', 'retries_scheduled',
+      'dead_lettered', 'first_attempts', 'first_attempt_successes']);
+    expect(columns.slice(9)).to.have.length(25);
+    const plan = (sql: string) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((step) => step.detail).join(' ');
+    expect(plan(`SELECT minute, sum(attempts) FROM delivery_minutes WHERE endpoint_id IN ('a', 'b') AND minute >= 0 AND minute < 9 GROUP BY minute`))
+      .to.include('sqlite_autoindex_delivery_minutes_1');
+    expect(plan(`SELECT minute, sum(attempts) FROM delivery_minutes WHERE minute >= 0 AND minute < 9 GROUP BY minute`)).to.include('delivery_minutes_minute');
+    expect(plan(`SELECT minute, sum(attempts) FROM delivery_minutes WHERE tenant_id = 'acme' AND minute >= 0 AND minute < 9 GROUP BY minute`))
+      .to.include('delivery_minutes_tenant');
   });
 
   it('refuses a file migrated by a newer Herald with HERALD_STORE naming both versions, changing nothing', () => {

@@ -65,8 +65,8 @@ describe('MongoDB schema', () => {
     expect(await migrateDeadLetterTriage(db), 'run again: nothing left').to.equal(0);
   });
 
-  it('is at version 3: dead letters carry their triage (2) and failures their kind (3)', () => {
-    expect(SCHEMA_VERSION).to.equal(3);
+  it('is at version 5: dead letters carry their triage (2), failures their kind (3), delivery minutes have a collection (5)', () => {
+    expect(SCHEMA_VERSION).to.equal(5);
   });
 
   it('gives version 3 to retrying deliveries without a failure kind (unknown, since their last update) and to every dead letter, in batches', async () => {
