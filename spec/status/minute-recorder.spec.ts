@@ -4,7 +4,7 @@ import { ManualClock } from '../../lib/clock.ts';
 import type { AttemptEvent, EngineEvents } from '../../lib/engine/engine-events.ts';
 import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
 import { LATENCY_BUCKETS, latencyBucketOf, MINUTE_MS, type DeliveryMinuteIncrement } from '../../lib/status/delivery-minutes.ts';
-import { DeliveryMinuteRecorder, type MinuteRecorderOptions } from '../../lib/status/minute-recorder.ts';
+import { DeliveryMinuteRecorder, MINUTE_RECORDER_DEFAULTS, type MinuteRecorderOptions } from '../../lib/status/minute-recorder.ts';
 import type { Settlement } from '../../lib/store/port.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0);
@@ -154,12 +154,14 @@ describe('DeliveryMinuteRecorder', () => {
       expect(totals(r.writes).get(`ep_a@${T0}`)).to.include({ attempts: 3, delivered: 2, retriesScheduled: 1 });
     });
 
-    it('arms no timer while nothing was counted', () => {
+    it('arms no timer while nothing was counted, then one, due 10 s on by default', () => {
       const r = setup();
       expect(r.clock.pendingTimerCount).to.equal(0);
       r.emit(attemptEvent('ep_a', 'delivered'));
       r.emit(attemptEvent('ep_b', 'delivered'));
       expect(r.clock.pendingTimerCount).to.equal(1);
+      expect(r.clock.nextTimerAt()).to.equal(T0 + 10 * SECOND);
+      expect(MINUTE_RECORDER_DEFAULTS).to.deep.equal({ flushIntervalMs: 10_000, maxPendingRows: 100_000 });
     });
   });
 

@@ -3,12 +3,19 @@
  * 127.0.0.1: attempts against real sinks, counted per minute, flushed, read back by
  * `GET /v1/stats/series`; the chart library's files; retention and the flush on close.
  */
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { request } from 'undici';
+import { ManualClock, seededRandom } from '../../lib/clock.ts';
+import { resolveConfig } from '../../lib/config/config.ts';
+import { StoreError } from '../../lib/errors.ts';
+import { Herald } from '../../lib/herald.ts';
+import type { Store } from '../../lib/store/port.ts';
 import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
 import { MINUTE_MS, minuteOf } from '../../lib/status/delivery-minutes.ts';
-import { attemptsSeen, startHerald, startServer, type TestServer } from '../support/harness.ts';
+import { attemptsSeen, LOOPBACK, nextEvent, startHerald, startServer, type TestServer } from '../support/harness.ts';
 import { expectOk, startStatus, type StatusFixture } from './status-fixture.ts';
 
 const HOUR = 60 * MINUTE_MS;
@@ -102,6 +109,45 @@ describe('Delivery series (GET /v1/stats/series)', () => {
       f!.t.clock.advance(2 * HOUR);
       await f!.t.herald.purge();
       expect(await everything()).to.deep.equal([]);
+    });
+  });
+
+  context('when the store refuses the write', () => {
+    it('reports an engine failure and writes the same counts, once, with the next flush', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'herald-spec-'));
+      const clock = new ManualClock(Date.now());
+      const inner = new SqliteStore({ path: join(dir, 'herald.db'), clock });
+      let refusing = true;
+      const store = new Proxy(inner, {
+        get(target, key, receiver) {
+          if (key === 'addDeliveryMinutes' && refusing) return async () => Promise.reject(new StoreError('sqlite: disk I/O error'));
+          const value = Reflect.get(target, key, receiver) as unknown;
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      }) as Store;
+      const config = resolveConfig({ store: `sqlite:${join(dir, 'herald.db')}`, dataDir: dir, allowNetworks: [...LOOPBACK], logLevel: 'silent' });
+      const herald = await Herald.open(config, { clock, random: seededRandom(7), store });
+      const sink = await startServer(() => ({ status: 200 }));
+      sinks.push(sink);
+      try {
+        await herald.start();
+        const { endpoint } = await herald.createEndpoint({ tenantId: 'acme', url: `${sink.url}/hooks` });
+        const attempted = nextEvent(herald.events, 'attempt');
+        await herald.publish({ tenantId: 'acme', type: 'invoice.paid', endpointId: endpoint.id, payload: {} });
+        await attempted;
+        await herald.idle();
+        const failure = nextEvent(herald.events, 'failure');
+        await herald.flushDeliveryMinutes();
+        expect((await failure).where).to.equal('delivery minutes');
+        refusing = false;
+        await herald.flushDeliveryMinutes();
+        await herald.flushDeliveryMinutes();
+        const minutes = await inner.deliveryMinutes({ scope: { kind: 'all' }, from: 0, to: clock.now() + HOUR });
+        expect(minutes.map((m) => [m.attempts, m.delivered])).to.deep.equal([[1, 1]]);
+      } finally {
+        await herald.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
   });
 
