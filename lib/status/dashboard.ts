@@ -182,9 +182,11 @@ async function drawCharts() {
     const chart = charts[name];
     if (chart && chart.stepMs === series.stepMs) { chart.setData(data); continue; }
     if (chart) chart.destroy();
-    const width = Math.max(320, el.clientWidth || 400);
+    const width = Math.max(320, el.clientWidth || 400); const half = series.stepMs / 2000;
+    // Half a step of room at each end, so the first and last points are drawn whole.
+    const x = { time: true, range: (u, min, max) => [min - half, max + half] };
     charts[name] = new uPlot({ width, height: 200, legend: { live: false },
-      scales: def.range ? { y: { range: def.range } } : { y: { range: (u, min, max) => [0, Math.max(1, max ?? 1) * 1.1] } },
+      scales: def.range ? { x, y: { range: def.range } } : { x, y: { range: (u, min, max) => [0, Math.max(1, max ?? 1) * 1.1] } },
       series: [{}, ...def.series.map(([, label, color]) => ({ label, stroke: color, width: 2, points: { show: true, size: 7, fill: color }, spanGaps: false }))],
       axes: [{}, { size: 50 }] }, data, el);
     charts[name].stepMs = series.stepMs;
