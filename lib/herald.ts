@@ -7,7 +7,7 @@
  * provably dead predecessor on this host, lib/cluster/local-nodes.ts), takes
  * slot leases and starts the supervisor; `close()` shuts down in this order:
  * supervisor (stop claiming; running attempts settle, queued ones are given
- * back) → leases released → node record removed → ticker, breakers → signing
+ * back) → delivery minutes flushed → leases released → node record removed → ticker, breakers → signing
  * pool → sender → store.
  */
 import { EventEmitter } from 'node:events';
@@ -45,6 +45,9 @@ import { TenantTokens } from './tenants/tenant-tokens.ts';
 
 /** The type of the event `sendTestEvent` sends: consumers can recognise it and answer 2xx without acting. */
 export const TEST_EVENT_TYPE = 'herald.test';
+import { isInScope, type SeriesScope } from './status/delivery-minutes.ts';
+import { ALL_ENDPOINTS, seriesOf, seriesRange, type DeliverySeries, type SeriesRequest } from './status/delivery-series.ts';
+import { DeliveryMinuteRecorder } from './status/minute-recorder.ts';
 
 /** The status counts the outbox's waiting events up to this many (a count walks an index entry per event). */
 export const OUTBOX_COUNT_CAP = 100_000;
@@ -147,6 +150,7 @@ export class Herald {
   readonly #startedAt: number;
   #purgeTimer: { cancel(): void } | undefined;
   readonly #reviewWatch: ReviewWatch;
+  readonly #minutes: DeliveryMinuteRecorder;
   #fencedWrites = 0;
   #started = false;
 
@@ -287,6 +291,13 @@ export class Herald {
         },
       },
     );
+    // The charts' counts: added up per (endpoint, minute) here, written in batches, never per attempt.
+    this.#minutes = new DeliveryMinuteRecorder(this.events, {
+      clock,
+      write: (increments) => store.addDeliveryMinutes(increments),
+      onError: (error, droppedAttempts) =>
+        emit('failure', { where: droppedAttempts === 0 ? 'delivery minutes' : `delivery minutes (${droppedAttempts} attempts' counts dropped)`, error }),
+    });
     this.#reviewWatch = new ReviewWatch(config.deadLetters, {
       clock,
       unreviewed: () => store.unreviewedDeadLetters(UNREVIEWED_COUNT_CAP),
@@ -321,6 +332,8 @@ export class Herald {
     this.#purgeTimer?.cancel();
     this.#reviewWatch.close();
     await this.#supervisor.close();
+    // Every attempt has settled: the last counts go out before the store closes.
+    await this.#minutes.close();
     await this.#leases.close();
     this.#localNodes?.close();
     this.#ticker.close();
@@ -348,13 +361,42 @@ export class Herald {
     await this.#reviewWatch.check();
   }
 
-  /** Deletes attempts and dead letters older than the retention period. */
+  /** Deletes attempts and dead letters older than the retention period, and delivery minutes older than theirs. */
   async purge(): Promise<void> {
+    const now = this.#clock.now();
     try {
-      await this.#store.purge(this.#clock.now() - this.config.retention.keepMs);
+      await this.#store.purge(now - this.config.retention.keepMs);
     } catch (error) {
       this.events.emit('failure', { where: 'retention purge', error });
     }
+    try {
+      await this.#store.purgeDeliveryMinutes(now - this.config.retention.deliveryMinutesKeepMs);
+    } catch (error) {
+      this.events.emit('failure', { where: 'retention purge of delivery minutes', error });
+    }
+  }
+
+  /** Writes the delivery counts gathered on this node now, as the recorder does at each minute's end (tests, operations). */
+  async flushDeliveryMinutes(): Promise<void> {
+    await this.#minutes.flush();
+  }
+
+  /**
+   * The delivery charts' series: one endpoint's, or every endpoint's in `within` (`endpointId: all`),
+   * read from the stored delivery minutes. `within` is what the asker may see: the admin every
+   * endpoint, a tenant its own.
+   * @throws NotFoundError (`endpointId`) when the endpoint does not exist or is outside `within`.
+   */
+  async deliverySeries(request: SeriesRequest, within: SeriesScope): Promise<DeliverySeries> {
+    let scope = within;
+    if (request.endpointId !== ALL_ENDPOINTS) {
+      const endpoint = await this.#store.getEndpoint(request.endpointId);
+      if (endpoint === undefined || !isInScope(endpoint, within)) throw new NotFoundError('endpoint', request.endpointId, 'endpointId');
+      scope = { kind: 'endpoints', endpointIds: [endpoint.id] };
+    }
+    const now = this.#clock.now();
+    const { from, to } = seriesRange(request.window, now);
+    return seriesOf(request, now, await this.#store.deliveryMinutes({ scope, from, to }));
   }
 
   // Endpoints

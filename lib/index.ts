@@ -32,4 +32,6 @@ export {
 export type { OutboxEvent, Endpoint, Delivery, Attempt, Outcome, DeadLetter, DeliveryMode, RetrySpec, RetryFormula, RateLimit } from './model.ts';
 export { DisabledReason, JitterKind, TriageState, type Triage } from './model.ts';
 export type { Store } from './store/port.ts';
+export type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, SeriesScope } from './status/delivery-minutes.ts';
+export type { DeliverySeries, SeriesPoint, SeriesRequest, SeriesWindow } from './status/delivery-series.ts';
 export { OperationalEventType, type OperationalEvent, type EngineEvents } from './engine/engine-events.ts';

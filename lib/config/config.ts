@@ -90,6 +90,11 @@ export interface HeraldConfig {
   readonly retention: {
     readonly keepMs: number;
     readonly purgeIntervalMs: number;
+    /**
+     * How long the delivery charts' per-endpoint minutes are kept (deleted by the same purge, every
+     * `purgeIntervalMs`); at least a day, the longest chart's window. @default 172800000 (48 h)
+     */
+    readonly deliveryMinutesKeepMs: number;
   };
   /** The review of the dead-letter queue (`lib/dead-letters/review-watch.ts`). */
   readonly deadLetters: {
@@ -160,6 +165,7 @@ const NUMBER_RULES: Readonly<Record<string, Rule>> = {
   'engine.renewIntervalMs': { min: 10, max: 5 * 60 * SECOND },
   'retention.keepMs': { min: SECOND, max: 3650 * DAY },
   'retention.purgeIntervalMs': { min: SECOND, max: DAY },
+  'retention.deliveryMinutesKeepMs': { min: DAY, max: 3650 * DAY },
   'deadLetters.reviewWithinMs': { min: 60 * SECOND, max: 30 * DAY },
   'deadLetters.checkIntervalMs': { min: SECOND, max: 60 * 60 * SECOND },
   'operator.maxAttempts': { min: 1, max: 20 },

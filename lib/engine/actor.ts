@@ -324,6 +324,7 @@ export class EndpointActor {
     const applied = await this.#deps.settle(settlement);
     emit('attempt', {
       endpointId: endpoint.id,
+      tenantId: endpoint.tenantId,
       eventId: job.event.id,
       eventCreatedAt: job.event.createdAt,
       deliveryId: job.delivery.id,

@@ -62,6 +62,8 @@ export type OperationalEvent =
 
 export interface AttemptEvent {
   readonly endpointId: string;
+  /** The endpoint's tenant (the delivery charts are kept per endpoint and read per tenant). */
+  readonly tenantId: string;
   readonly eventId: string;
   /** When the event entered the outbox (for the event-to-delivery latency). */
   readonly eventCreatedAt: number;

@@ -2,12 +2,13 @@
  * The status port: health, readiness, Prometheus metrics, the admin API, the
  * dashboard and the tenants' portal.
  *
- * `/healthz`, `/readyz`, `/metrics`, the dashboard and the portal pages are
- * open (a page asks for a token and calls the API with it); everything under
- * `/v1/` needs `Authorization: Bearer <token>` (the scheme in any case, RFC
- * 9110 §11.1): the admin token, or a tenant token, which may use only the
- * routes declared with a tenant rule, on its own tenant's data
- * (`caller-scope.ts`). A request body is UTF-8 JSON of at most `api.maxRequestBytes`.
+ * `/healthz`, `/readyz`, `/metrics`, the dashboard and the portal pages and
+ * their chart library (`/assets/…`) are open (a page asks for a token and
+ * calls the API with it); everything under `/v1/` needs
+ * `Authorization: Bearer <token>` (the scheme in any case, RFC 9110 §11.1):
+ * the admin token, or a tenant token, which may use only the routes declared
+ * with a tenant rule, on its own tenant's data (`caller-scope.ts`). A request
+ * body is UTF-8 JSON of at most `api.maxRequestBytes`.
  * Errors are JSON `{ "error": { "code", "message", "field"?, "rule"? } }`
  * with a 4xx for bad input, naming the field and the rule it broke.
  *
@@ -33,7 +34,9 @@ import { parseEventsBody } from '../producer/json-text.ts';
 import type { DeadLetterFilter, DeliveryFilter } from '../store/port.ts';
 import { looksLikeTenantToken } from '../tenants/tenant-tokens.ts';
 import { ADMIN, authorizeCall, newEndpointBody, Owned, type Caller, type OwnerOf, type RouteAccess } from './caller-scope.ts';
+import { ASSET_CACHE_CONTROL, chartAsset, chartAssetPaths, type StaticAsset } from './chart-assets.ts';
 import { dashboardHtml } from './dashboard.ts';
+import { seriesRequestOf } from './delivery-series.ts';
 import { decodeCursor, encodeCursor } from './delivery-cursor.ts';
 import { EndpointStats } from './endpoint-stats.ts';
 import { HeraldMetrics } from './metrics.ts';
@@ -70,6 +73,8 @@ interface Reply {
   readonly json?: unknown;
   readonly html?: string;
   readonly text?: { readonly body: string; readonly contentType: string };
+  /** A static file: cached by browsers, answered 304 when the request's `If-None-Match` has its ETag. */
+  readonly asset?: StaticAsset;
 }
 
 /** How long the rest of a refused request body is read (and dropped) before the connection is closed. */
@@ -177,6 +182,7 @@ export class StatusServer {
     }, 'open');
     this.#route('GET', '/', async () => ({ status: 200, html: dashboardHtml() }), 'open');
     this.#route('GET', '/portal', async () => ({ status: 200, html: portalHtml() }), 'open');
+    for (const path of chartAssetPaths()) this.#route('GET', path, async () => ({ status: 200, asset: chartAsset(path) }), 'open');
     this.#route('GET', '/metrics', async () => ({
       status: 200,
       text: { body: await this.#metrics.render(), contentType: this.#metrics.contentType },
@@ -244,6 +250,15 @@ export class StatusServer {
         status: 200,
         json: { windowMs: this.#stats.windowMs, endpoints: mine === undefined ? recent : recent.filter((r) => mine.has(r.endpointId)) },
       };
+    }, { tenant: { listsTenant: true } });
+
+    // The delivery charts: one endpoint's series or every endpoint's (`all`), within the tenant the
+    // query names (a tenant token's own, always) or, for the admin without one, every endpoint.
+    // An endpoint outside that scope answers 404 like an unknown one (Herald.deliverySeries).
+    this.#route('GET', '/v1/stats/series', async ({ query }) => {
+      const tenantId = query.get('tenantId');
+      const within = tenantId === null || tenantId === '' ? ({ kind: 'all' } as const) : ({ kind: 'tenant', tenantId } as const);
+      return { status: 200, json: await h.deliverySeries(seriesRequestOf(query), within) };
     }, { tenant: { listsTenant: true } });
 
     this.#route('POST', '/v1/events', async ({ text }) => {
@@ -330,6 +345,13 @@ export class StatusServer {
     }
     // Answered before the body was read: only a body refused unread (declared too large) is left to drain.
     if (!req.complete && !req.destroyed) this.#lingerOn(req, res);
+    if (reply.asset !== undefined) {
+      const { body, contentType, etag } = reply.asset;
+      const fresh = (req.headers['if-none-match'] ?? '').split(',').some((tag) => tag.trim() === etag);
+      res.writeHead(fresh ? 304 : reply.status, { 'content-type': contentType, 'cache-control': ASSET_CACHE_CONTROL, etag });
+      res.end(fresh ? undefined : body);
+      return;
+    }
     if (reply.text !== undefined) {
       res.writeHead(reply.status, { 'content-type': reply.text.contentType, 'cache-control': 'no-store' });
       res.end(reply.text.body);

@@ -19,6 +19,7 @@
  */
 import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../dead-letters/failure-groups.ts';
 import type { OperatorTriageState, TriageOutcome } from '../dead-letters/triage.ts';
+import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } from '../status/delivery-minutes.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, TenantToken, TriageState } from '../model.ts';
 
 /** A lease on one slot, held by `owner` until `until`. */
@@ -343,7 +344,22 @@ export interface Store {
   /** Deletes the token when it is the tenant's; false when the tenant has no such token. */
   deleteTenantToken(tenantId: string, id: string): Promise<boolean>;
 
+  // Delivery minutes (lib/status/delivery-minutes.ts): the charts' per-endpoint, per-minute counts
+  /**
+   * Adds each increment to its (endpoint, minute) row, creating it at zero first: all of them in one
+   * transaction (or one bulk write), all or none. Several nodes may add to the same rows at once.
+   * The caller gives each (endpoint, minute) at most once per call.
+   */
+  addDeliveryMinutes(increments: readonly DeliveryMinuteIncrement[]): Promise<void>;
+  /**
+   * The minutes in `[from, to)` of the endpoints in `scope`, each summed over those endpoints, oldest
+   * first; minutes without a row are left out. Reads the minutes only, never the attempt log.
+   */
+  deliveryMinutes(query: DeliveryMinutesQuery): Promise<DeliveryMinute[]>;
+
   // Retention
   /** Deletes attempts and dead letters created before `before`, and fanned-out events with nothing left to deliver. */
   purge(before: number): Promise<PurgeResult>;
+  /** Deletes the delivery minutes that start before `before`, in chunks; answers how many rows went. */
+  purgeDeliveryMinutes(before: number): Promise<number>;
 }

@@ -8,6 +8,7 @@
  */
 import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, TenantToken, TriageState } from '../model.ts';
 import { EndpointStatus } from '../model.ts';
+import { COUNT_FIELDS, LATENCY_BUCKETS, type DeliveryMinute, type DeliveryMinuteIncrement } from '../status/delivery-minutes.ts';
 import type { SlotLease } from './port.ts';
 
 /** A structured column: JSON text (SQLite) or the parsed value (PostgreSQL `jsonb`). */
@@ -223,4 +224,27 @@ export function tenantTokenToRow(token: TenantToken): TenantTokenRow {
     created_at: token.createdAt,
     expires_at: token.expiresAt,
   };
+}
+
+/** `delivery_minutes`' count columns, in `COUNT_FIELDS` order. */
+export const MINUTE_COUNT_COLUMNS = ['attempts', 'delivered', 'retries_scheduled', 'dead_lettered', 'first_attempts', 'first_attempt_successes'] as const;
+/** `delivery_minutes`' latency bucket columns, `latency_00` on. */
+export const LATENCY_COLUMNS: readonly string[] = Array.from({ length: LATENCY_BUCKETS }, (_, i) => `latency_${String(i).padStart(2, '0')}`);
+/** Every additive column of `delivery_minutes`, counts then buckets: what an upsert adds and a series sums. */
+export const MINUTE_COLUMNS: readonly string[] = [...MINUTE_COUNT_COLUMNS, ...LATENCY_COLUMNS];
+
+/** An increment's values in `MINUTE_COLUMNS` order. */
+export function minuteValuesOf(increment: DeliveryMinuteIncrement): number[] {
+  return [...COUNT_FIELDS.map((field) => increment[field]), ...Array.from({ length: LATENCY_BUCKETS }, (_, i) => increment.latency[i] ?? 0)];
+}
+
+/** A summed row of `delivery_minutes` (`minute` and every `MINUTE_COLUMNS` column; a sum may arrive as text). */
+export type DeliveryMinuteRow = Readonly<Record<string, number | string>>;
+
+export function deliveryMinuteOf(row: DeliveryMinuteRow): DeliveryMinute {
+  const counts = Object.fromEntries(COUNT_FIELDS.map((field, i) => [field, Number(row[MINUTE_COUNT_COLUMNS[i] as string])])) as Record<
+    (typeof COUNT_FIELDS)[number],
+    number
+  >;
+  return { minute: Number(row.minute), ...counts, latency: LATENCY_COLUMNS.map((column) => Number(row[column])) };
 }

@@ -63,6 +63,10 @@ describe('Configuration', () => {
         expect(defaultConfig().deadLetters).to.deep.equal({ reviewWithinMs: 24 * 3_600_000, checkIntervalMs: 60_000 });
       });
 
+      it('keeps the delivery charts\' minutes 48 h', () => {
+        expect(defaultConfig().retention.deliveryMinutesKeepMs).to.equal(48 * 3_600_000);
+      });
+
       it('is frozen, nested objects too', () => {
         const config = resolveConfig();
         expect(Object.isFrozen(config)).to.equal(true);
@@ -205,6 +209,13 @@ describe('Configuration', () => {
         key: 'deadLetters.checkIntervalMs',
         value: '"1m"',
         rule: /integer from 1000 to 3600000/,
+      },
+      {
+        name: 'retention.deliveryMinutesKeepMs shorter than the 24 h chart',
+        layer: { retention: { deliveryMinutesKeepMs: 3_600_000 } },
+        key: 'retention.deliveryMinutesKeepMs',
+        value: '3600000',
+        rule: /integer from 86400000 to 315360000000/,
       },
       { name: 'api.maxRequestBytes 100', layer: { api: { maxRequestBytes: 100 } }, key: 'api.maxRequestBytes', value: '100', rule: /1024 to 268435456/ },
       {

@@ -4,7 +4,7 @@ import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
 import { migratePostgresSchema, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from '../../lib/store/postgres/schema.ts';
 import { createTestDatabase } from '../support/postgres-server.ts';
 
-const TABLES = ['attempts', 'dead_letters', 'deliveries', 'endpoints', 'events', 'leases', 'meta', 'nodes', 'tenant_tokens'];
+const TABLES = ['attempts', 'dead_letters', 'deliveries', 'delivery_minutes', 'endpoints', 'events', 'leases', 'meta', 'nodes', 'tenant_tokens'];
 
 describe('PostgreSQL schema (a real server)', function () {
   // The first test of a run starts the server (initdb and start: a few seconds; bounded at 60 s).
@@ -38,7 +38,7 @@ describe('PostgreSQL schema (a real server)', function () {
     it('creates the schema herald with every table and records the version', async () => {
       const pool = await freshPool();
       const result = await migratePostgresSchema(pool);
-      expect(result).to.deep.equal({ from: 0, to: POSTGRES_SCHEMA_VERSION, applied: Array.from({ length: POSTGRES_SCHEMA_VERSION }, (_, i) => i + 1) });
+      expect(result).to.deep.equal({ from: 0, to: POSTGRES_SCHEMA_VERSION, applied: POSTGRES_MIGRATIONS.map((m) => m.version) });
       expect(await tablesIn(pool, 'herald')).to.deep.equal(TABLES);
       expect(await recordedVersion(pool, 'herald')).to.equal(String(POSTGRES_SCHEMA_VERSION));
       // Nothing outside its own schema.
@@ -119,6 +119,24 @@ describe('PostgreSQL schema (a real server)', function () {
     });
   });
 
+  context('when a database at version 5 is migrated (version 7: delivery minutes)', () => {
+    it('creates delivery_minutes with its counts and 25 latency buckets, keyed by (endpoint, minute), and indexes minute and tenant', async () => {
+      const pool = await freshPool();
+      await migratePostgresSchema(pool, 'herald', POSTGRES_MIGRATIONS.filter((m) => m.version <= 5));
+      expect(await migratePostgresSchema(pool)).to.deep.equal({ from: 5, to: POSTGRES_SCHEMA_VERSION, applied: [7] });
+      const columns = await pool.query(`SELECT column_name FROM information_schema.columns
+        WHERE table_schema = 'herald' AND table_name = 'delivery_minutes' ORDER BY ordinal_position`);
+      const names = columns.rows.map((row) => row.column_name as string);
+      expect(names.slice(0, 9)).to.deep.equal(['endpoint_id', 'minute', 'tenant_id', 'attempts', 'delivered', 'retries_scheduled',
+        'dead_lettered', 'first_attempts', 'first_attempt_successes']);
+      expect(names.slice(9)).to.have.length(25).and.to.include('latency_00').and.include('latency_24');
+      const indexes = await pool.query(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'herald' AND tablename = 'delivery_minutes' ORDER BY indexname`);
+      expect(indexes.rows.map((row) => row.indexdef.replace(/^.* USING btree /, ''))).to.deep.equal([
+        '(minute)', '(endpoint_id, minute)', '(tenant_id, minute)',
+      ]);
+    });
+  });
+
   context('when several processes start at once', () => {
     it('migrates once; the others wait for it and find it done', async () => {
       const first = await freshPool();
@@ -126,7 +144,7 @@ describe('PostgreSQL schema (a real server)', function () {
       const others = Array.from({ length: 3 }, () => new pg.Pool({ connectionString, max: 2 }));
       pools.push(...others);
       const results = await Promise.all([first, ...others].map((pool) => migratePostgresSchema(pool)));
-      expect(results.map((r) => r.applied.length).sort()).to.deep.equal([0, 0, 0, POSTGRES_SCHEMA_VERSION]);
+      expect(results.map((r) => r.applied.length).sort()).to.deep.equal([0, 0, 0, POSTGRES_MIGRATIONS.length]);
       expect(await tablesIn(first, 'herald')).to.deep.equal(TABLES);
     });
   });

@@ -109,6 +109,24 @@ describe('SQLite schema versions', () => {
     expect(plan).to.include('tenant_tokens_tenant').and.not.include('TEMP B-TREE');
   });
 
+  it('version 6 adds delivery_minutes, read by endpoint, by minute and by tenant over its indexes', () => {
+    db.transaction(() => {
+      db.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('schema_version', '4')`);
+      migrate(db, SQLITE_MIGRATIONS.filter((m) => m.version === 6));
+    }).immediate();
+    expect(version(db)).to.equal('6');
+    const columns = (db.prepare(`SELECT name FROM pragma_table_info('delivery_minutes')`).pluck().all() as string[]);
+    expect(columns.slice(0, 9)).to.deep.equal(['endpoint_id', 'minute', 'tenant_id', 'attempts', 'delivered', 'retries_scheduled',
+      'dead_lettered', 'first_attempts', 'first_attempt_successes']);
+    expect(columns.slice(9)).to.have.length(25);
+    const plan = (sql: string) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((step) => step.detail).join(' ');
+    expect(plan(`SELECT minute, sum(attempts) FROM delivery_minutes WHERE endpoint_id IN ('a', 'b') AND minute >= 0 AND minute < 9 GROUP BY minute`))
+      .to.include('sqlite_autoindex_delivery_minutes_1');
+    expect(plan(`SELECT minute, sum(attempts) FROM delivery_minutes WHERE minute >= 0 AND minute < 9 GROUP BY minute`)).to.include('delivery_minutes_minute');
+    expect(plan(`SELECT minute, sum(attempts) FROM delivery_minutes WHERE tenant_id = 'acme' AND minute >= 0 AND minute < 9 GROUP BY minute`))
+      .to.include('delivery_minutes_tenant');
+  });
+
   it('refuses a file migrated by a newer Herald with HERALD_STORE naming both versions, changing nothing', () => {
     ensureSchema(db);
     db.prepare(`UPDATE meta SET value = '99' WHERE key = 'schema_version'`).run();

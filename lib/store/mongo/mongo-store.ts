@@ -25,7 +25,7 @@
  * Each concern's queries and writes live in a module of its own, as
  * functions over the open collections (`endpoints.ts`, `fan-out.ts`,
  * `leases.ts`, `claims.ts`, `settle.ts`, `delivery-log.ts`,
- * `dead-letters.ts`, `retention.ts`); this class keeps the connection, the
+ * `dead-letters.ts`, `delivery-minutes.ts`, `retention.ts`); this class keeps the connection, the
  * transactions, the error mapping, the change feed and the owned slots.
  *
  * The work signal is a change stream (`change-feed.ts`), started by the first
@@ -76,11 +76,13 @@ import { isDuplicateKeyError, isIncompatibleServerError, messageOf, serverErrorC
 import { parseMongoUri, redactMongoUri } from './mongo-uri.ts';
 import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './queries.ts';
 import { ResumeTokenKeeper } from './resume-tokens.ts';
-import { purge } from './retention.ts';
+import { purge, purgeDeliveryMinutes } from './retention.ts';
+import { addDeliveryMinutes, deliveryMinutes } from './delivery-minutes.ts';
+import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } from '../../status/delivery-minutes.ts';
 import { checkServerSupport, tooOldProblem } from './server-check.ts';
 import type { ServerSupport } from './server-check.ts';
 import { Collections, ensureSchema, MetaKeys } from './schema.ts';
-import type { AttemptDoc, DeadLetterDoc, DeliveryDoc, EndpointDoc, EventDoc, LeaseDoc, MetaDoc, NodeDoc, TenantTokenDoc } from './schema.ts';
+import type { AttemptDoc, DeadLetterDoc, DeliveryDoc, DeliveryMinuteDoc, EndpointDoc, EventDoc, LeaseDoc, MetaDoc, NodeDoc, TenantTokenDoc } from './schema.ts';
 import { createTenantToken, deleteTenantToken, getTenantToken, listTenantTokens } from './tenant-tokens.ts';
 import { settle } from './settle.ts';
 
@@ -608,11 +610,27 @@ export class MongoStore implements Store {
     return this.#run('deleteTenantToken', (state) => deleteTenantToken(state, tenantId, id));
   }
 
+  // Delivery minutes
+
+  /** One bulk write of upserts in one transaction. */
+  async addDeliveryMinutes(increments: readonly DeliveryMinuteIncrement[]): Promise<void> {
+    if (increments.length === 0) return;
+    return this.#run('addDeliveryMinutes', (state) => addDeliveryMinutes(state, increments));
+  }
+
+  async deliveryMinutes(query: DeliveryMinutesQuery): Promise<DeliveryMinute[]> {
+    return this.#run('deliveryMinutes', (state) => deliveryMinutes(state, query));
+  }
+
   // Retention
 
   /** What goes and when: see `retention.ts` (the TTL indexes delete old attempts and dead letters too). */
   async purge(before: number): Promise<PurgeResult> {
     return this.#run('purge', (state) => purge(state, before));
+  }
+
+  async purgeDeliveryMinutes(before: number): Promise<number> {
+    return this.#run('purgeDeliveryMinutes', (state) => purgeDeliveryMinutes(state, before));
   }
 
   #grant(owner: string, slots: ReadonlySet<number>): void {
@@ -707,6 +725,7 @@ function openState(client: MongoClient, db: Db, support: ServerSupport, origin: 
     leases: db.collection<LeaseDoc>(Collections.LEASES),
     nodes: db.collection<NodeDoc>(Collections.NODES),
     tenantTokens: db.collection<TenantTokenDoc>(Collections.TENANT_TOKENS),
+    deliveryMinutes: db.collection<DeliveryMinuteDoc>(Collections.DELIVERY_MINUTES),
     transaction: (fn) => runTransaction(client, fn),
   };
 }

@@ -1,7 +1,8 @@
 /**
  * Retention in MongoDB: attempts and dead letters older than the horizon go,
  * then fanned-out events with nothing left to deliver, with their
- * deliveries, `CHUNK` events per transaction.
+ * deliveries, `CHUNK` events per transaction; delivery minutes older than
+ * theirs, `CHUNK` per delete.
  */
 import type { PurgeResult } from '../port.ts';
 import { CHUNK } from './collections.ts';
@@ -47,4 +48,15 @@ export async function purge(db: StoreDb, before: number): Promise<PurgeResult> {
     if (batch.length < CHUNK) break;
   }
   return { attempts, deadLetters, events };
+}
+
+/** Deletes the delivery minutes that start before `before`, `CHUNK` documents per delete (read by the `minute` index). */
+export async function purgeDeliveryMinutes(db: StoreDb, before: number): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const ids = (await db.deliveryMinutes.find({ minute: { $lt: before } }, { projection: { _id: 1 } }).limit(CHUNK).toArray()).map((doc) => doc._id);
+    if (ids.length === 0) return total;
+    total += (await db.deliveryMinutes.deleteMany({ _id: { $in: ids } })).deletedCount;
+    if (ids.length < CHUNK) return total;
+  }
 }

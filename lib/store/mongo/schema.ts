@@ -18,9 +18,11 @@ import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
 /**
  * Bumped when a migration is needed; stored in `meta` under `schema_version`. 2: dead letters carry
  * their `triage` ({@link migrateDeadLetterTriage}); 3: failure kinds ({@link migrateFailureKinds});
- * 4: tenant tokens (a new collection and its index, which {@link ensureSchema} creates: no data moves).
+ * 4: tenant tokens (a new collection and its index, which {@link ensureSchema} creates: no data moves);
+ * 5: the `delivery_minutes` collection and its indexes (created like every collection, no document
+ * to change).
  */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 export const Collections = {
   META: 'meta',
@@ -32,6 +34,7 @@ export const Collections = {
   LEASES: 'leases',
   NODES: 'nodes',
   TENANT_TOKENS: 'tenant_tokens',
+  DELIVERY_MINUTES: 'delivery_minutes',
 } as const;
 export type CollectionName = (typeof Collections)[keyof typeof Collections];
 
@@ -168,6 +171,26 @@ export interface TriageDoc {
   at: number;
 }
 
+/**
+ * One endpoint's minute (lib/status/delivery-minutes.ts), written only by `$inc` of increments, so
+ * nodes add to the same document. `_id` is `<endpointId>@<minute>`; `latency` holds the attempts per
+ * duration bucket as `b00` … `b24` (fields, not an array: `$inc` on an upserted array element
+ * would make an object).
+ */
+export interface DeliveryMinuteDoc {
+  _id: string;
+  endpointId: string;
+  tenantId: string;
+  minute: number;
+  attempts: number;
+  delivered: number;
+  retriesScheduled: number;
+  deadLettered: number;
+  firstAttempts: number;
+  firstAttemptSuccesses: number;
+  latency: Record<string, number>;
+}
+
 /** `owner` is null once released: anyone takes the slot at once, with the next epoch. */
 export interface LeaseDoc {
   _id: number;
@@ -265,6 +288,12 @@ export function indexSpecs(retentionSeconds: number | null): Readonly<Record<Col
     [Collections.NODES]: [{ key: { seenAt: 1 }, name: 'nodes_seen' }],
     // The admin lists a tenant's tokens, oldest first; a request looks one up by _id.
     [Collections.TENANT_TOKENS]: [{ key: { tenantId: 1, createdAt: 1, _id: 1 }, name: 'tenant_tokens_tenant' }],
+    // One endpoint's series; every endpoint's (and the retention delete); a tenant's.
+    [Collections.DELIVERY_MINUTES]: [
+      { key: { endpointId: 1, minute: 1 }, name: 'delivery_minutes_endpoint' },
+      { key: { minute: 1 }, name: 'delivery_minutes_minute' },
+      { key: { tenantId: 1, minute: 1 }, name: 'delivery_minutes_tenant' },
+    ],
   };
 }
 

@@ -12,7 +12,7 @@
  *
  * Each concern's statements live in a module of their own (`endpoints.ts`,
  * `fan-out.ts`, `leases.ts`, `claims.ts`, `settle.ts`, `delivery-log.ts`,
- * `dead-letters.ts`, `retention.ts`). The hot ones (fan-out, claims, settle)
+ * `dead-letters.ts`, `delivery-minutes.ts`, `retention.ts`). The hot ones (fan-out, claims, settle)
  * are one statement each, atomic on their own, so a pump costs one round
  * trip per step; processes claim in parallel, each in its own slots, rows
  * another holds skipped (`SKIP LOCKED`), every settle fenced by its epoch.
@@ -66,6 +66,8 @@ import { FailureGroupQueries } from './failure-groups.ts';
 import { FanOutQueries } from './fan-out.ts';
 import { LeaseQueries } from './leases.ts';
 import { PURGE_CHUNK, RetentionQueries } from './retention.ts';
+import { DeliveryMinuteQueries } from './delivery-minutes.ts';
+import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } from '../../status/delivery-minutes.ts';
 import { DEFAULT_POSTGRES_SCHEMA, migratePostgresSchema, validSchemaName } from './schema.ts';
 import { SettleQueries } from './settle.ts';
 import { sqlOn, type Sql } from './sql.ts';
@@ -133,6 +135,7 @@ export class PostgresStore implements Store {
   readonly #failures: FailureGroupQueries;
   readonly #retention: RetentionQueries;
   readonly #tenantTokens: TenantTokenQueries;
+  readonly #minutes: DeliveryMinuteQueries;
 
   #state: OpenState | undefined;
   #opening: Promise<OpenState> | undefined;
@@ -170,6 +173,7 @@ export class PostgresStore implements Store {
     this.#failures = new FailureGroupQueries(s);
     this.#retention = new RetentionQueries(s);
     this.#tenantTokens = new TenantTokenQueries(s);
+    this.#minutes = new DeliveryMinuteQueries(s);
   }
 
   /** The schema Herald's tables live in. */
@@ -463,7 +467,28 @@ export class PostgresStore implements Store {
     return this.#run('deleteTenantToken', (sql) => this.#tenantTokens.delete(sql, tenantId, id));
   }
 
+  // Delivery minutes
+
+  /** One statement for the whole batch. */
+  async addDeliveryMinutes(increments: readonly DeliveryMinuteIncrement[]): Promise<void> {
+    if (increments.length === 0) return;
+    return this.#run('addDeliveryMinutes', (sql) => this.#minutes.add(sql, increments));
+  }
+
+  async deliveryMinutes(query: DeliveryMinutesQuery): Promise<DeliveryMinute[]> {
+    return this.#run('deliveryMinutes', (sql) => this.#minutes.read(sql, query));
+  }
+
   // Retention
+
+  async purgeDeliveryMinutes(before: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const removed = await this.#run('purgeDeliveryMinutes', (sql) => this.#retention.purgeDeliveryMinutes(sql, before));
+      total += removed;
+      if (removed < PURGE_CHUNK) return total;
+    }
+  }
 
   async purge(before: number): Promise<PurgeResult> {
     const drain = async (purgeChunk: (sql: Sql) => Promise<number>): Promise<number> => {

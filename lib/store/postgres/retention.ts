@@ -2,7 +2,8 @@
  * Retention in PostgreSQL: attempts and dead letters older than the horizon
  * go, and fanned-out events with nothing left to deliver, a bounded chunk per
  * statement, so a large purge never holds many rows locked nor one long
- * transaction open (which would keep vacuum from reclaiming dead rows).
+ * transaction open (which would keep vacuum from reclaiming dead rows);
+ * delivery minutes older than theirs likewise.
  */
 import type { Sql } from './sql.ts';
 
@@ -48,6 +49,12 @@ export class RetentionQueries {
       ),
       deliveries_gone AS (DELETE FROM ${s}.deliveries WHERE event_id IN (SELECT id FROM doomed)),
       gone AS (DELETE FROM ${s}.events WHERE id IN (SELECT id FROM doomed) RETURNING 1)
+      SELECT count(*) AS n FROM gone`, before);
+  }
+
+  async purgeDeliveryMinutes(sql: Sql, before: number): Promise<number> {
+    return this.#count(sql, `WITH gone AS (DELETE FROM ${this.#s}.delivery_minutes WHERE (endpoint_id, minute) IN
+      (SELECT endpoint_id, minute FROM ${this.#s}.delivery_minutes WHERE minute < $1 LIMIT ${PURGE_CHUNK}) RETURNING 1)
       SELECT count(*) AS n FROM gone`, before);
   }
 

@@ -231,6 +231,55 @@ CREATE TABLE ${s}.tenant_tokens (
 CREATE INDEX tenant_tokens_tenant ON ${s}.tenant_tokens (tenant_id, created_at, id);
 `,
   },
+  {
+    version: 7,
+    what: 'delivery minutes: per endpoint and minute, attempts by outcome, first attempts and a latency histogram (the charts)',
+    // Written by increments (ON CONFLICT … + EXCLUDED), never read back by the writer: nodes add to the
+    // same rows. latency_00 … latency_24: attempts per duration bucket (lib/status/delivery-minutes.ts).
+    // The key serves one endpoint's series; (minute) every endpoint's and the retention delete;
+    // (tenant_id, minute) a tenant's.
+    sql: (s) => `
+CREATE TABLE ${s}.delivery_minutes (
+  endpoint_id             text COLLATE "C" NOT NULL,
+  minute                  bigint NOT NULL,
+  tenant_id               text COLLATE "C" NOT NULL,
+  attempts                integer NOT NULL DEFAULT 0,
+  delivered               integer NOT NULL DEFAULT 0,
+  retries_scheduled       integer NOT NULL DEFAULT 0,
+  dead_lettered           integer NOT NULL DEFAULT 0,
+  first_attempts          integer NOT NULL DEFAULT 0,
+  first_attempt_successes integer NOT NULL DEFAULT 0,
+  latency_00 integer NOT NULL DEFAULT 0,
+  latency_01 integer NOT NULL DEFAULT 0,
+  latency_02 integer NOT NULL DEFAULT 0,
+  latency_03 integer NOT NULL DEFAULT 0,
+  latency_04 integer NOT NULL DEFAULT 0,
+  latency_05 integer NOT NULL DEFAULT 0,
+  latency_06 integer NOT NULL DEFAULT 0,
+  latency_07 integer NOT NULL DEFAULT 0,
+  latency_08 integer NOT NULL DEFAULT 0,
+  latency_09 integer NOT NULL DEFAULT 0,
+  latency_10 integer NOT NULL DEFAULT 0,
+  latency_11 integer NOT NULL DEFAULT 0,
+  latency_12 integer NOT NULL DEFAULT 0,
+  latency_13 integer NOT NULL DEFAULT 0,
+  latency_14 integer NOT NULL DEFAULT 0,
+  latency_15 integer NOT NULL DEFAULT 0,
+  latency_16 integer NOT NULL DEFAULT 0,
+  latency_17 integer NOT NULL DEFAULT 0,
+  latency_18 integer NOT NULL DEFAULT 0,
+  latency_19 integer NOT NULL DEFAULT 0,
+  latency_20 integer NOT NULL DEFAULT 0,
+  latency_21 integer NOT NULL DEFAULT 0,
+  latency_22 integer NOT NULL DEFAULT 0,
+  latency_23 integer NOT NULL DEFAULT 0,
+  latency_24 integer NOT NULL DEFAULT 0,
+  PRIMARY KEY (endpoint_id, minute)
+);
+CREATE INDEX delivery_minutes_minute ON ${s}.delivery_minutes (minute);
+CREATE INDEX delivery_minutes_tenant ON ${s}.delivery_minutes (tenant_id, minute);
+`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

@@ -1,7 +1,8 @@
 /**
  * Retention in SQLite: attempts and dead letters older than the horizon go,
  * and fanned-out events with nothing left to deliver, `PURGE_CHUNK` rows per
- * call, so a large purge never holds the write lock for long.
+ * call, so a large purge never holds the write lock for long; delivery
+ * minutes older than theirs likewise.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { TERMINAL_STATUSES_SQL } from './schema.ts';
@@ -16,6 +17,7 @@ export class RetentionStatements {
   readonly #purgeableEvents: Statement<string>;
   readonly #eventDeliveries: Statement;
   readonly #events: Statement;
+  readonly #deliveryMinutes: Statement;
 
   constructor(db: BetterSqlite3.Database) {
     this.#attempts = db.prepare(`DELETE FROM attempts WHERE id IN
@@ -32,6 +34,8 @@ export class RetentionStatements {
       LIMIT @limit`).pluck();
     this.#eventDeliveries = db.prepare(`DELETE FROM deliveries WHERE event_id IN (SELECT value FROM json_each(?))`);
     this.#events = db.prepare(`DELETE FROM events WHERE id IN (SELECT value FROM json_each(?))`);
+    this.#deliveryMinutes = db.prepare(`DELETE FROM delivery_minutes WHERE rowid IN
+      (SELECT rowid FROM delivery_minutes WHERE minute < @before LIMIT @limit)`);
   }
 
   /** Deletes up to `PURGE_CHUNK` attempts started before `before`; answers how many. */
@@ -52,5 +56,10 @@ export class RetentionStatements {
     const ids = JSON.stringify(this.#purgeableEvents.all({ before, limit: PURGE_CHUNK }));
     this.#eventDeliveries.run(ids);
     return this.#events.run(ids).changes;
+  }
+
+  /** Deletes up to `PURGE_CHUNK` delivery minutes that start before `before`; answers how many. */
+  purgeDeliveryMinutes(before: number): number {
+    return this.#deliveryMinutes.run({ before, limit: PURGE_CHUNK }).changes;
   }
 }

@@ -80,6 +80,55 @@ CREATE TABLE tenant_tokens (
 CREATE INDEX tenant_tokens_tenant ON tenant_tokens (tenant_id, created_at, id);
 `,
   },
+  {
+    version: 6,
+    what: 'delivery minutes: per endpoint and minute, attempts by outcome, first attempts and a latency histogram (the charts)',
+    // Written by increments (ON CONFLICT … + excluded), never read back by the writer: nodes add to the
+    // same rows. latency_00 … latency_24: attempts per duration bucket (lib/status/delivery-minutes.ts).
+    // (endpoint_id, minute) serves one endpoint's series; (minute) every endpoint's and the retention
+    // delete; (tenant_id, minute) a tenant's.
+    sql: `
+CREATE TABLE delivery_minutes (
+  endpoint_id             TEXT NOT NULL,
+  minute                  INTEGER NOT NULL,
+  tenant_id               TEXT NOT NULL,
+  attempts                INTEGER NOT NULL DEFAULT 0,
+  delivered               INTEGER NOT NULL DEFAULT 0,
+  retries_scheduled       INTEGER NOT NULL DEFAULT 0,
+  dead_lettered           INTEGER NOT NULL DEFAULT 0,
+  first_attempts          INTEGER NOT NULL DEFAULT 0,
+  first_attempt_successes INTEGER NOT NULL DEFAULT 0,
+  latency_00 INTEGER NOT NULL DEFAULT 0,
+  latency_01 INTEGER NOT NULL DEFAULT 0,
+  latency_02 INTEGER NOT NULL DEFAULT 0,
+  latency_03 INTEGER NOT NULL DEFAULT 0,
+  latency_04 INTEGER NOT NULL DEFAULT 0,
+  latency_05 INTEGER NOT NULL DEFAULT 0,
+  latency_06 INTEGER NOT NULL DEFAULT 0,
+  latency_07 INTEGER NOT NULL DEFAULT 0,
+  latency_08 INTEGER NOT NULL DEFAULT 0,
+  latency_09 INTEGER NOT NULL DEFAULT 0,
+  latency_10 INTEGER NOT NULL DEFAULT 0,
+  latency_11 INTEGER NOT NULL DEFAULT 0,
+  latency_12 INTEGER NOT NULL DEFAULT 0,
+  latency_13 INTEGER NOT NULL DEFAULT 0,
+  latency_14 INTEGER NOT NULL DEFAULT 0,
+  latency_15 INTEGER NOT NULL DEFAULT 0,
+  latency_16 INTEGER NOT NULL DEFAULT 0,
+  latency_17 INTEGER NOT NULL DEFAULT 0,
+  latency_18 INTEGER NOT NULL DEFAULT 0,
+  latency_19 INTEGER NOT NULL DEFAULT 0,
+  latency_20 INTEGER NOT NULL DEFAULT 0,
+  latency_21 INTEGER NOT NULL DEFAULT 0,
+  latency_22 INTEGER NOT NULL DEFAULT 0,
+  latency_23 INTEGER NOT NULL DEFAULT 0,
+  latency_24 INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (endpoint_id, minute)
+);
+CREATE INDEX delivery_minutes_minute ON delivery_minutes (minute);
+CREATE INDEX delivery_minutes_tenant ON delivery_minutes (tenant_id, minute);
+`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */

@@ -41,6 +41,7 @@ import type {
 } from '../port.ts';
 import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../../dead-letters/failure-groups.ts';
 import type { TriageOutcome } from '../../dead-letters/triage.ts';
+import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } from '../../status/delivery-minutes.ts';
 import type { SqliteStoreOptions } from './sqlite-store.ts';
 import { rebuildError, type StoreThreadMethod, type StoreThreadReply, type StoreThreadRequest } from './store-thread-messages.ts';
 
@@ -216,8 +217,17 @@ export class SqliteStoreThread implements Store {
   deleteTenantToken(tenantId: string, id: string): Promise<boolean> {
     return this.#call('deleteTenantToken', [tenantId, id]);
   }
+  addDeliveryMinutes(increments: readonly DeliveryMinuteIncrement[]): Promise<void> {
+    return this.#call('addDeliveryMinutes', [increments]);
+  }
+  deliveryMinutes(query: DeliveryMinutesQuery): Promise<DeliveryMinute[]> {
+    return this.#call('deliveryMinutes', [query]);
+  }
   purge(before: number): Promise<PurgeResult> {
     return this.#call('purge', [before]);
+  }
+  purgeDeliveryMinutes(before: number): Promise<number> {
+    return this.#call('purgeDeliveryMinutes', [before]);
   }
 
   #start(): Worker {

@@ -21,7 +21,7 @@
  * Each concern's statements, prepared once per connection, and the
  * synchronous logic over them live in a module of their own (`endpoints.ts`,
  * `fan-out.ts`, `leases.ts`, `claims.ts`, `settle.ts`, `delivery-log.ts`,
- * `dead-letters.ts`, `retention.ts`, `tenant-tokens.ts`); this class keeps the connection, the
+ * `dead-letters.ts`, `delivery-minutes.ts`, `retention.ts`, `tenant-tokens.ts`); this class keeps the connection, the
  * lock and the transactions, and says which mode each port method runs in.
  *
  * The work signal for other processes is `PRAGMA data_version`, which changes
@@ -63,10 +63,12 @@ import {
   type FailureGroupReplay,
 } from '../../dead-letters/failure-groups.ts';
 import type { TriageOutcome } from '../../dead-letters/triage.ts';
+import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } from '../../status/delivery-minutes.ts';
 import { ClaimStatements } from './claims.ts';
 import { CommitGroup, type MemberOutcome } from './commit-group.ts';
 import { DeadLetterStatements, REPLAY_CHUNK } from './dead-letters.ts';
 import { DeliveryLogStatements } from './delivery-log.ts';
+import { DeliveryMinuteStatements } from './delivery-minutes.ts';
 import { EndpointStatements } from './endpoints.ts';
 import { FailureGroupStatements } from './failure-groups.ts';
 import { FanOutStatements } from './fan-out.ts';
@@ -143,6 +145,7 @@ interface OpenState {
   readonly failures: FailureGroupStatements;
   readonly retention: RetentionStatements;
   readonly tenantTokens: TenantTokenStatements;
+  readonly minutes: DeliveryMinuteStatements;
   /** Runs a function in a savepoint of the open transaction (a commit group's member). */
   readonly inSavepoint: (run: () => unknown) => unknown;
 }
@@ -496,7 +499,29 @@ export class SqliteStore implements Store {
     return this.#run('deleteTenantToken', ({ tenantTokens }) => tenantTokens.delete(tenantId, id));
   }
 
+  // Delivery minutes
+
+  /** One transaction for the whole batch. */
+  async addDeliveryMinutes(increments: readonly DeliveryMinuteIncrement[]): Promise<void> {
+    if (increments.length === 0) return;
+    return this.#run('addDeliveryMinutes', ({ db, minutes }) => db.transaction(() => minutes.add(increments)).immediate());
+  }
+
+  async deliveryMinutes(query: DeliveryMinutesQuery): Promise<DeliveryMinute[]> {
+    return this.#run('deliveryMinutes', ({ minutes }) => minutes.read(query), 'read');
+  }
+
   // Retention
+
+  /** `PURGE_CHUNK` rows per statement, each its own operation (as `purge`). */
+  async purgeDeliveryMinutes(before: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const changes = await this.#run('purgeDeliveryMinutes', ({ retention }) => retention.purgeDeliveryMinutes(before));
+      total += changes;
+      if (changes < PURGE_CHUNK) return total;
+    }
+  }
 
   async purge(before: number): Promise<PurgeResult> {
     // One statement or transaction of at most PURGE_CHUNK rows per operation, as in replay.
@@ -625,6 +650,7 @@ function prepareConnection(db: BetterSqlite3.Database): OpenState {
     failures: new FailureGroupStatements(db, dynamic),
     retention: new RetentionStatements(db),
     tenantTokens: new TenantTokenStatements(db),
+    minutes: new DeliveryMinuteStatements(db),
     inSavepoint: db.transaction((run: () => unknown) => run()),
   };
 }

@@ -65,8 +65,8 @@ describe('MongoDB schema', () => {
     expect(await migrateDeadLetterTriage(db), 'run again: nothing left').to.equal(0);
   });
 
-  it('is at version 4: dead letters carry their triage (2), failures their kind (3), and tenant tokens have a collection (4)', () => {
-    expect(SCHEMA_VERSION).to.equal(4);
+  it('is at version 5: dead letters carry their triage (2), failures their kind (3), tenant tokens (4) and delivery minutes (5) have a collection', () => {
+    expect(SCHEMA_VERSION).to.equal(5);
   });
 
   it('gives version 3 to retrying deliveries without a failure kind (unknown, since their last update) and to every dead letter, in batches', async () => {

@@ -1,0 +1,54 @@
+/**
+ * Delivery minutes in PostgreSQL (`delivery_minutes`, lib/status/delivery-minutes.ts): a batch of
+ * increments added to their (endpoint, minute) rows by one statement (`unnest` of one array per
+ * column, so any batch is one round trip and one transaction), and a window of minutes summed over
+ * an endpoint, a tenant or every endpoint.
+ */
+import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } from '../../status/delivery-minutes.ts';
+import { deliveryMinuteOf, MINUTE_COLUMNS, minuteValuesOf, type DeliveryMinuteRow } from '../sql-rows.ts';
+import { named, type Sql, type Statement } from './sql.ts';
+
+export class DeliveryMinuteQueries {
+  readonly #add: Statement;
+  readonly #all: Statement;
+  readonly #tenant: Statement;
+  readonly #endpoints: Statement;
+
+  constructor(schema: string) {
+    const s = schema;
+    const columns = MINUTE_COLUMNS.join(', ');
+    const arrays = MINUTE_COLUMNS.map((_, i) => `$${i + 4}::integer[]`).join(', ');
+    this.#add = named(s, 'add_delivery_minutes', `INSERT INTO ${s}.delivery_minutes (endpoint_id, minute, tenant_id, ${columns})
+      SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], ${arrays})
+      ON CONFLICT (endpoint_id, minute) DO UPDATE SET
+        ${MINUTE_COLUMNS.map((c) => `${c} = ${s}.delivery_minutes.${c} + EXCLUDED.${c}`).join(', ')}`);
+    const sums = MINUTE_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(', ');
+    const select = (what: string, where: string): Statement =>
+      named(s, what, `SELECT minute, ${sums} FROM ${s}.delivery_minutes
+        WHERE ${where} minute >= $1 AND minute < $2 GROUP BY minute ORDER BY minute`);
+    this.#all = select('delivery_minutes_all', '');
+    this.#tenant = select('delivery_minutes_tenant', 'tenant_id = $3 AND');
+    this.#endpoints = select('delivery_minutes_endpoints', 'endpoint_id = ANY($3::text[]) AND');
+  }
+
+  /** Adds every increment to its row, in one statement. */
+  async add(sql: Sql, increments: readonly DeliveryMinuteIncrement[]): Promise<void> {
+    const values = increments.map(minuteValuesOf);
+    await sql.query(this.#add, [
+      increments.map((inc) => inc.endpointId),
+      increments.map((inc) => inc.minute),
+      increments.map((inc) => inc.tenantId),
+      ...MINUTE_COLUMNS.map((_, column) => values.map((row) => row[column])),
+    ]);
+  }
+
+  async read(sql: Sql, query: DeliveryMinutesQuery): Promise<DeliveryMinute[]> {
+    const { scope, from, to } = query;
+    let rows: DeliveryMinuteRow[];
+    if (scope.kind === 'all') rows = await sql.query<DeliveryMinuteRow>(this.#all, [from, to]);
+    else if (scope.kind === 'tenant') rows = await sql.query<DeliveryMinuteRow>(this.#tenant, [from, to, scope.tenantId]);
+    else if (scope.endpointIds.length === 0) rows = [];
+    else rows = await sql.query<DeliveryMinuteRow>(this.#endpoints, [from, to, scope.endpointIds]);
+    return rows.map(deliveryMinuteOf);
+  }
+}
