@@ -113,17 +113,17 @@ describe('PostgreSQL schema (a real server)', function () {
     it("creates the tenant tokens' table and the index that lists them per tenant", async () => {
       const pool = await freshPool();
       await migratePostgresSchema(pool, 'herald', POSTGRES_MIGRATIONS.filter((m) => m.version <= 5));
-      expect(await migratePostgresSchema(pool)).to.deep.equal({ from: 5, to: 6, applied: [6] });
+      expect(await migratePostgresSchema(pool, 'herald', POSTGRES_MIGRATIONS.filter((m) => m.version <= 6))).to.deep.equal({ from: 5, to: 6, applied: [6] });
       const index = await pool.query(`SELECT indexdef FROM pg_indexes WHERE schemaname = 'herald' AND indexname = 'tenant_tokens_tenant'`);
       expect(index.rows[0]?.indexdef).to.include('(tenant_id, created_at, id)');
     });
   });
 
-  context('when a database at version 5 is migrated (version 7: delivery minutes)', () => {
+  context('when a database at version 6 is migrated (version 7: delivery minutes)', () => {
     it('creates delivery_minutes with its counts and 25 latency buckets, keyed by (endpoint, minute), and indexes minute and tenant', async () => {
       const pool = await freshPool();
-      await migratePostgresSchema(pool, 'herald', POSTGRES_MIGRATIONS.filter((m) => m.version <= 5));
-      expect(await migratePostgresSchema(pool)).to.deep.equal({ from: 5, to: POSTGRES_SCHEMA_VERSION, applied: [7] });
+      await migratePostgresSchema(pool, 'herald', POSTGRES_MIGRATIONS.filter((m) => m.version <= 6));
+      expect(await migratePostgresSchema(pool, 'herald', POSTGRES_MIGRATIONS.filter((m) => m.version <= 7))).to.deep.equal({ from: 6, to: 7, applied: [7] });
       const columns = await pool.query(`SELECT column_name FROM information_schema.columns
         WHERE table_schema = 'herald' AND table_name = 'delivery_minutes' ORDER BY ordinal_position`);
       const names = columns.rows.map((row) => row.column_name as string);
