@@ -6,7 +6,7 @@
  * as text from a connection that does not parse int8 (a producer's own pool),
  * hence `Number()` where that can happen.
  */
-import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, TriageState } from '../model.ts';
+import type { AdaptiveConcurrency, Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, TriageState } from '../model.ts';
 import { EndpointStatus } from '../model.ts';
 import type { SlotLease } from './port.ts';
 
@@ -29,6 +29,8 @@ export interface EndpointRow {
   concurrency: number;
   /** NULL: no limit (and every row written before the column existed). */
   rate_limit: JsonColumn<RateLimit> | null;
+  /** NULL: a fixed concurrency (and every row written before the column existed). */
+  adaptive_concurrency: JsonColumn<AdaptiveConcurrency> | null;
   status: string;
   disabled_reason: string | null;
   failing_since: number | null;
@@ -125,6 +127,9 @@ export function endpointFromRow(row: EndpointRow): Endpoint {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     ...(row.rate_limit === null || row.rate_limit === undefined ? {} : { rateLimit: fromJson(row.rate_limit) }),
+    ...(row.adaptive_concurrency === null || row.adaptive_concurrency === undefined
+      ? {}
+      : { adaptiveConcurrency: fromJson(row.adaptive_concurrency) }),
   };
 }
 

@@ -82,7 +82,7 @@ describe('SQLite schema versions', () => {
     db.exec(`INSERT INTO dead_letters (id, delivery_id, event_id, endpoint_id, tenant_id, event_type, payload, reason, last_outcome, round,
       created_at, replayed_at, triage_state, triage_at) VALUES ('dl_1', 'dlv_x', 'evt', 'ep', 'acme', 't', '{}', 'exhausted', '{}', 0, 2000, NULL, 'new', 2000)`);
 
-    db.transaction(() => migrate(db, SQLITE_MIGRATIONS)).immediate();
+    db.transaction(() => migrate(db, SQLITE_MIGRATIONS.filter((m) => m.version <= 4))).immediate();
     expect(version(db)).to.equal('4');
     expect(db.prepare(`SELECT id, last_failure_kind, last_failure_at FROM deliveries ORDER BY id`).all()).to.deep.equal([
       { id: 'dlv_done', last_failure_kind: null, last_failure_at: null },
@@ -95,6 +95,19 @@ describe('SQLite schema versions', () => {
       GROUP BY endpoint_id, last_failure_kind`)).to.include('COVERING INDEX deliveries_failing');
     expect(plan(`SELECT endpoint_id, failure_kind, count(*) FROM dead_letters WHERE triage_state IN ('new', 'acknowledged') AND failure_kind IS NOT NULL
       GROUP BY endpoint_id, failure_kind`)).to.include('dead_letters_failing');
+  });
+
+  it('version 7 leaves the endpoints written before it with a fixed concurrency (NULL)', () => {
+    ensureSchema(db);
+    db.prepare(`UPDATE meta SET value = '4' WHERE key = 'schema_version'`).run();
+    db.exec(`ALTER TABLE endpoints DROP COLUMN adaptive_concurrency`);
+    db.exec(`INSERT INTO endpoints (id, tenant_id, url, description, event_types, retry, timeout_ms, mode, concurrency, status, secrets,
+      created_at, updated_at) VALUES ('ep_1', 'acme', 'https://x.example', '', '[]', '{"preset":"default"}', 10000, 'at-least-once', 4,
+      'enabled', '[]', 1, 1)`);
+
+    db.transaction(() => migrate(db, SQLITE_MIGRATIONS.filter((m) => m.version <= 7))).immediate();
+    expect(version(db)).to.equal('7');
+    expect(db.prepare(`SELECT id, adaptive_concurrency FROM endpoints`).all()).to.deep.equal([{ id: 'ep_1', adaptive_concurrency: null }]);
   });
 
   it('refuses a file migrated by a newer Herald with HERALD_STORE naming both versions, changing nothing', () => {

@@ -216,6 +216,12 @@ CREATE INDEX dead_letters_failing ON ${s}.dead_letters (endpoint_id, failure_kin
   WHERE triage_state IN ('new', 'acknowledged');
 `,
   },
+  {
+    version: 8,
+    what: "an endpoint's adaptive concurrency",
+    // {"initial", "targetLatencyMs"}; NULL: a fixed concurrency, as every endpoint had before.
+    sql: (s) => `ALTER TABLE ${s}.endpoints ADD COLUMN adaptive_concurrency jsonb;`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

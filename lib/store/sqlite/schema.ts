@@ -65,6 +65,12 @@ CREATE INDEX dead_letters_failing ON dead_letters (endpoint_id, failure_kind, cr
   WHERE triage_state IN ('new', 'acknowledged');
 `,
   },
+  {
+    version: 7,
+    what: "an endpoint's adaptive concurrency",
+    // JSON text {"initial", "targetLatencyMs"}; NULL: a fixed concurrency, as every endpoint had before.
+    sql: `ALTER TABLE endpoints ADD COLUMN adaptive_concurrency TEXT;`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */
