@@ -82,6 +82,22 @@ describe('Adaptive concurrency per endpoint (engine, end to end on SQLite)', () 
     });
   });
 
+  context('when an adaptive endpoint with a high maximum starts low', () => {
+    it('claims for its current limit, not for its maximum', async () => {
+      t = await startHerald();
+      sink = await startServer(() => 'hold');
+      const { endpoint } = await t.herald.createEndpoint({ tenantId: 'acme', url: sink.url, concurrency: 64, adaptiveConcurrency: { initial: 1 } });
+      await t.herald.publish(events(200));
+      await sink.requests(1);
+      await t.herald.idle();
+      // A new actor's first claim takes engine.claimPerEndpoint (8); with one request allowed, no more
+      // (claimed for a fixed 64, it would hold 128).
+      const claimed = await t.herald.listDeliveries({ endpointId: endpoint.id, status: 'in_flight', limit: 1_000 });
+      expect(claimed).to.have.length(8);
+      expect(await inFlight(t, sink, endpoint.id)).to.deep.equal({ held: 1, running: 1, limit: 1 });
+    });
+  });
+
   context('when an endpoint has a fixed concurrency (the default)', () => {
     it('keeps its concurrency through fast 2xx and 503s', async () => {
       t = await startHerald();

@@ -34,6 +34,9 @@ interface PhaseResult {
   readonly deliveredPerSec: number;
   readonly refused: number;
   readonly meanLimit: number;
+  /** Herald's side, sampled with the limit: attempts under way, and deliveries waiting in the mailbox. */
+  readonly meanRunning: number;
+  readonly meanQueued: number;
 }
 
 export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
@@ -104,11 +107,16 @@ async function runMode(
       sink.configure({ capacity });
       await sink.take();
       const limits: number[] = [];
+      const running: number[] = [];
+      const queued: number[] = [];
       const endAt = Date.now() + phaseMs;
       while (Date.now() < endAt) {
         await sleep(LIMIT_SAMPLE_MS);
         const actor = (await herald.status()).actors.find((a) => a.endpointId === endpoint.id);
-        if (actor !== undefined) limits.push(actor.concurrencyLimit);
+        if (actor === undefined) continue;
+        limits.push(actor.concurrencyLimit);
+        running.push(actor.running);
+        queued.push(actor.queued);
       }
       const { load } = await sink.take();
       const meanHeld = load.heldMs / load.spanMs;
@@ -120,11 +128,14 @@ async function runMode(
         overshoot: round(load.refused / Math.max(1, load.accepted + load.refused), 3),
         deliveredPerSec: Math.round(load.accepted / (load.spanMs / 1_000)),
         refused: load.refused,
-        meanLimit: round(limits.reduce((a, b) => a + b, 0) / Math.max(1, limits.length), 1),
+        meanLimit: mean(limits),
+        meanRunning: mean(running),
+        meanQueued: mean(queued),
       };
       phases.push(phase);
       progress(
-        `${mode}, capacity ${capacity}: utilisation ${phase.utilisation}, overshoot ${phase.overshoot}, ${phase.deliveredPerSec} delivered/s, mean limit ${phase.meanLimit}`,
+        `${mode}, capacity ${capacity}: utilisation ${phase.utilisation}, overshoot ${phase.overshoot}, ${phase.deliveredPerSec} delivered/s, ` +
+          `mean limit ${phase.meanLimit}, running ${phase.meanRunning}, queued ${phase.meanQueued}`,
       );
     }
     const status = await herald.status();
@@ -135,4 +146,8 @@ async function runMode(
     sink.configure({ capacity: null });
     await bench.close();
   }
+}
+
+function mean(values: readonly number[]): number {
+  return round(values.reduce((a, b) => a + b, 0) / Math.max(1, values.length), 1);
 }
