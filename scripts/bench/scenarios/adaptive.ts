@@ -10,8 +10,8 @@
  * the endpoint's 64), overshoot (requests refused with 503 / all requests),
  * delivered/s (requests accepted), and Herald's mean limit (sampled from
  * `/v1/status` every 250 ms). The breaker is set out of reach, so that what is
- * compared is the concurrency alone: with the default breaker, the fixed run
- * opens it during the capacity-10 phase and sends nothing for a minute.
+ * compared is the concurrency alone: most of the fixed run's requests are
+ * refused, above the default breaker's 50 %.
  * Refused deliveries retry after 1 s; the backlog outlasts every phase.
  */
 import { publish } from '../../../lib/producer/sqlite-publish.ts';
