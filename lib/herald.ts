@@ -34,7 +34,7 @@ import { Supervisor } from './engine/supervisor.ts';
 import { Ticker } from './engine/ticker.ts';
 import { ConflictError, NotFoundError, ValidationError } from './errors.ts';
 import { deliveryIdFor, newId } from './ids.ts';
-import { DisabledReason, type Attempt, type DeadLetter, type Delivery, type Endpoint, type OutboxEvent, type RateLimit } from './model.ts';
+import { DisabledReason, type AdaptiveConcurrency, type Attempt, type DeadLetter, type Delivery, type Endpoint, type OutboxEvent, type RateLimit } from './model.ts';
 import { outboxEventOf, validateEventInputs } from './producer/validate-event.ts';
 import { secretKey, generateSecret } from './signing/secret.ts';
 import { SigningPool } from './signing/signing-pool.ts';
@@ -53,9 +53,11 @@ import { DeliveryMinuteRecorder } from './status/minute-recorder.ts';
 export const OUTBOX_COUNT_CAP = 100_000;
 
 /** An endpoint as the API shows it: never its secrets. */
-export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit'> & {
+export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit' | 'adaptiveConcurrency'> & {
   /** `null`: no rate limit. */
   readonly rateLimit: RateLimit | null;
+  /** `null`: a fixed concurrency. */
+  readonly adaptiveConcurrency: AdaptiveConcurrency | null;
   readonly secretCount: number;
   /** When the previous secret stops signing, during a rotation. */
   readonly previousSecretExpiresAt: number | null;
@@ -112,6 +114,8 @@ export interface StatusSnapshot {
     readonly breaker: BreakerState;
     readonly queued: number;
     readonly running: number;
+    /** Requests allowed in flight now: the adaptive limit, or the endpoint's fixed `concurrency`. */
+    readonly concurrencyLimit: number;
     readonly pausedUntil: number | null;
     readonly lastError: string | null;
   }>;
@@ -406,6 +410,7 @@ export class Herald {
       timeoutMs: this.config.delivery.timeoutMs,
       concurrency: this.config.delivery.concurrencyPerEndpoint,
       retry: { preset: this.config.delivery.retry },
+      adaptiveConcurrency: this.config.delivery.adaptiveConcurrency,
     });
     const now = this.#clock.now();
     const id = fields.id ?? newId('ep');
@@ -424,6 +429,7 @@ export class Herald {
       mode: fields.mode,
       concurrency: fields.concurrency,
       ...(fields.rateLimit === undefined ? {} : { rateLimit: fields.rateLimit }),
+      ...(fields.adaptiveConcurrency === undefined ? {} : { adaptiveConcurrency: fields.adaptiveConcurrency }),
       status: 'enabled',
       disabledReason: null,
       failingSince: null,
@@ -676,6 +682,7 @@ export class Herald {
         breaker: actor.breakerState,
         queued: actor.queued,
         running: actor.running,
+        concurrencyLimit: actor.concurrencyLimit,
         pausedUntil: actor.pausedUntil,
         lastError: actor.lastError,
       })),
@@ -706,7 +713,12 @@ export class Herald {
 }
 
 function viewOf(endpoint: Endpoint): EndpointView {
-  const { secrets, rateLimit, ...rest } = endpoint;
+  const { secrets, rateLimit, adaptiveConcurrency, ...rest } = endpoint;
   const previous = secrets.find((s) => s.expiresAt !== null);
-  return { ...rest, rateLimit: rateLimit ?? null, secretCount: secrets.length, previousSecretExpiresAt: previous?.expiresAt ?? null };
+  return {
+    ...rest,
+    rateLimit: rateLimit ?? null,
+    adaptiveConcurrency: adaptiveConcurrency ?? null,
+    secretCount: secrets.length, previousSecretExpiresAt: previous?.expiresAt ?? null,
+  };
 }

@@ -108,6 +108,23 @@ export interface RateLimit {
   readonly burst: number;
 }
 
+/**
+ * Adaptive concurrency (AIMD) for an endpoint: its requests in flight start at `initial` and
+ * follow what it copes with, never above the endpoint's `concurrency` (lib/engine/adaptive-limit.ts).
+ * Stored resolved: fields the caller leaves out take {@link ADAPTIVE_CONCURRENCY_DEFAULTS}.
+ */
+export interface AdaptiveConcurrency {
+  /** The limit it starts at (and starts at again after a restart), 1 to 256; above `concurrency`, `concurrency`. */
+  readonly initial: number;
+  /** A response slower than this counts as a sign of overload, like a 503, 1 to 30 000 ms. */
+  readonly targetLatencyMs: number;
+}
+
+export const ADAPTIVE_CONCURRENCY_DEFAULTS = Object.freeze({
+  initial: 1,
+  targetLatencyMs: 2_000,
+} as const satisfies AdaptiveConcurrency);
+
 export interface Endpoint {
   readonly id: string;
   readonly tenantId: string;
@@ -118,8 +135,10 @@ export interface Endpoint {
   readonly retry: RetrySpec;
   readonly timeoutMs: number;
   readonly mode: DeliveryMode;
-  /** Requests in flight to this endpoint at once. */
+  /** Requests in flight to this endpoint at once: the most, when `adaptiveConcurrency` is set. */
   readonly concurrency: number;
+  /** Set: the requests in flight follow the endpoint's answers (AIMD), up to `concurrency`; absent: always `concurrency`. */
+  readonly adaptiveConcurrency?: AdaptiveConcurrency;
   /** Attempts started per second at most, on top of `concurrency`; absent: no limit. */
   readonly rateLimit?: RateLimit;
   readonly status: EndpointStatus;

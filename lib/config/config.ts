@@ -51,8 +51,14 @@ export interface HeraldConfig {
     readonly responseBodyMaxBytes: number;
     /** Requests in flight on this node at once, shared round-robin between endpoints. */
     readonly maxInFlight: number;
-    /** Default per-endpoint concurrency. */
+    /** Default per-endpoint concurrency (the most, for an endpoint with adaptive concurrency). */
     readonly concurrencyPerEndpoint: number;
+    /**
+     * An endpoint created without `adaptiveConcurrency` gets it, with its defaults: its requests in
+     * flight follow its answers (AIMD) up to its concurrency. `false`: it is fixed at its concurrency
+     * unless created or edited otherwise. @default false
+     */
+    readonly adaptiveConcurrency: boolean;
     readonly connectionsPerOrigin: number;
     /** Default retry preset for new endpoints. */
     readonly retry: RetryPresetName;
@@ -174,7 +180,7 @@ const NUMBER_RULES: Readonly<Record<string, Rule>> = {
 };
 
 /** Keys that are true or false. */
-const BOOLEAN_KEYS: readonly string[] = ['engine.storeThread', 'delivery.disableOnGone'];
+const BOOLEAN_KEYS: readonly string[] = ['engine.storeThread', 'delivery.disableOnGone', 'delivery.adaptiveConcurrency'];
 
 /** Reads `config/default.json`: every key with its default. */
 export function defaultConfig(): HeraldConfig {

@@ -3,33 +3,38 @@
  * names the field and the rule it broke. Pure: defaults come in, data goes out.
  */
 import { ValidationError } from '../errors.ts';
-import { DeliveryMode, type Endpoint, type RateLimit, type RetrySpec } from '../model.ts';
+import { ADAPTIVE_CONCURRENCY_DEFAULTS, DeliveryMode, type AdaptiveConcurrency, type Endpoint, type RateLimit, type RetrySpec } from '../model.ts';
 import { validateEndpointUrl } from '../delivery/validate-url.ts';
 import { resolveRetrySpec } from '../policy/retry-policy.ts';
+import { validateAdaptiveConcurrency } from './adaptive-concurrency.ts';
 import { validateRateLimit } from './rate-limit.ts';
 
 export interface EndpointDefaults {
   readonly timeoutMs: number;
   readonly concurrency: number;
   readonly retry: RetrySpec;
+  /** Whether an endpoint created without `adaptiveConcurrency` gets it, with its defaults (`delivery.adaptiveConcurrency`). */
+  readonly adaptiveConcurrency: boolean;
 }
 
 /** The fields a caller chooses when creating an endpoint; Herald sets the rest. */
 export type NewEndpointFields = Pick<
   Endpoint,
-  'tenantId' | 'url' | 'description' | 'eventTypes' | 'retry' | 'timeoutMs' | 'mode' | 'concurrency' | 'rateLimit'
+  'tenantId' | 'url' | 'description' | 'eventTypes' | 'retry' | 'timeoutMs' | 'mode' | 'concurrency' | 'rateLimit' | 'adaptiveConcurrency'
 > & { readonly id?: string };
 
-export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' | 'rateLimit'>> & {
+export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' | 'rateLimit' | 'adaptiveConcurrency'>> & {
   /** A new limit (replacing the old one whole), or `null` to lift it. */
   readonly rateLimit?: RateLimit | null;
+  /** Adaptive concurrency (settings replacing the old ones whole), or `null` for a fixed concurrency. */
+  readonly adaptiveConcurrency?: AdaptiveConcurrency | null;
 };
 
 export const TIMEOUT_MIN_MS = 1_000;
 export const TIMEOUT_MAX_MS = 30_000;
 const ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 const EVENT_FILTER_PATTERN = /^(\*|[A-Za-z0-9_:-]+(\.[A-Za-z0-9_:-]+)*(\.\*)?)$/;
-const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'concurrency', 'rateLimit'] as const;
+const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'concurrency', 'rateLimit', 'adaptiveConcurrency'] as const;
 const CREATABLE = ['id', 'tenantId', ...EDITABLE] as const;
 
 export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults): NewEndpointFields {
@@ -49,6 +54,8 @@ export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults):
     concurrency: changes.concurrency ?? defaults.concurrency,
     // Absent or null: no limit.
     ...(changes.rateLimit == null ? {} : { rateLimit: changes.rateLimit }),
+    // Absent: as the node's default says; null: fixed.
+    ...adaptiveOf(changes.adaptiveConcurrency, defaults.adaptiveConcurrency),
   };
 }
 
@@ -88,7 +95,15 @@ function validateChanges(body: Record<string, unknown>): EndpointChanges {
   }
   if (body.concurrency !== undefined) out.concurrency = integerIn(body.concurrency, 'concurrency', 1, 256);
   if (body.rateLimit !== undefined) out.rateLimit = body.rateLimit === null ? null : validateRateLimit(body.rateLimit, 'rateLimit');
+  if (body.adaptiveConcurrency !== undefined) {
+    out.adaptiveConcurrency = body.adaptiveConcurrency === null ? null : validateAdaptiveConcurrency(body.adaptiveConcurrency, 'adaptiveConcurrency');
+  }
   return out;
+}
+
+function adaptiveOf(given: AdaptiveConcurrency | null | undefined, byDefault: boolean): { adaptiveConcurrency?: AdaptiveConcurrency } {
+  if (given === null || (given === undefined && !byDefault)) return {};
+  return { adaptiveConcurrency: given ?? { ...ADAPTIVE_CONCURRENCY_DEFAULTS } };
 }
 
 function eventTypes(value: unknown): string[] {

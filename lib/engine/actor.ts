@@ -10,6 +10,10 @@
  *                                        └─ release: paused (429), breaker open, disabled or closing:
  *                                                   give it back to the store untouched, due when we may send again
  *
+ * With `adaptiveConcurrency`, the mailbox's concurrency is the endpoint's
+ * adaptive limit (lib/engine/adaptive-limit.ts), fed each exchange's outcome;
+ * otherwise it is the endpoint's `concurrency`.
+ *
  * The token step is there only for an endpoint with a `rateLimit` (no bucket
  * otherwise): a delivery the gate would let through takes a token from the
  * endpoint's bucket, waiting for one on the clock while holding its mailbox
@@ -30,6 +34,7 @@ import { classify, describeOutcome, isEndpointGone } from '../policy/classify.ts
 import { decideNextStep } from '../policy/next-step.ts';
 import { retryPolicyOf } from '../policy/retry-policy.ts';
 import type { AttemptRecord, Settlement } from '../store/port.ts';
+import { adaptiveLimitFor, type AdaptiveLimit } from './adaptive-limit.ts';
 import { BreakerState, type EndpointBreaker } from './breaker.ts';
 import { EndpointHealth, type HealthOptions } from './endpoint-health.ts';
 import { OperationalEventType, type EmitEngineEvent } from './engine-events.ts';
@@ -89,6 +94,8 @@ export class EndpointActor {
   readonly #held: DeliveryJob[] = [];
   /** The endpoint's rate limit; none (no object, no check beyond this field) for an endpoint without one. */
   #rate: TokenBucket | undefined;
+  /** The endpoint's adaptive concurrency; none for a fixed one (the mailbox then keeps `concurrency`). */
+  #adaptive: AdaptiveLimit | undefined;
   #pausedUntil = 0;
   #lastActiveAt: number;
   #closing = false;
@@ -97,7 +104,8 @@ export class EndpointActor {
   constructor(endpoint: Endpoint, deps: ActorDeps) {
     this.#endpoint = endpoint;
     this.#deps = deps;
-    this.#mailbox = new PQueue({ concurrency: endpoint.concurrency });
+    this.#adaptive = adaptiveLimitFor(endpoint, undefined);
+    this.#mailbox = new PQueue({ concurrency: this.#adaptive?.limit ?? endpoint.concurrency });
     this.#health = new EndpointHealth(deps.health, endpoint.failingSince);
     this.#lastActiveAt = deps.clock.now();
     this.#rate = endpoint.rateLimit === undefined ? undefined : new TokenBucket(endpoint.rateLimit, deps.clock);
@@ -125,6 +133,11 @@ export class EndpointActor {
     return this.#mailbox.pending - (this.#rate?.waiting ?? 0);
   }
 
+  /** Requests allowed in flight now: the adaptive limit, or the endpoint's fixed `concurrency`. */
+  get concurrencyLimit(): number {
+    return this.#mailbox.concurrency;
+  }
+
   /** Whether the endpoint has a rate limit (a token bucket). */
   get rateLimited(): boolean {
     return this.#rate !== undefined;
@@ -140,7 +153,7 @@ export class EndpointActor {
     const breaker = this.#deps.breaker;
     if (breaker.state === BreakerState.HALF_OPEN) return 0;
     if (breaker.state === BreakerState.OPEN) return now >= breaker.probeAt && this.queued + this.running === 0 ? 1 : 0;
-    const room = this.#endpoint.concurrency * MAILBOX_DEPTH_PER_SLOT - this.queued - this.running;
+    const room = this.#mailbox.concurrency * MAILBOX_DEPTH_PER_SLOT - this.queued - this.running;
     if (this.#rate === undefined) return Math.max(0, room);
     // What the bucket lets start within the horizon, less what already waits for a token or a place.
     return Math.max(0, Math.min(room, this.#rate.room(now, RATE_HORIZON_MS) - this.#mailbox.size - this.#held.length));
@@ -169,7 +182,8 @@ export class EndpointActor {
       this.#health = new EndpointHealth(this.#deps.health, endpoint.failingSince);
     }
     this.#endpoint = endpoint;
-    this.#mailbox.concurrency = endpoint.concurrency;
+    this.#adaptive = adaptiveLimitFor(endpoint, this.#adaptive);
+    this.#mailbox.concurrency = this.#adaptive?.limit ?? endpoint.concurrency;
     this.#updateRate(endpoint.rateLimit);
   }
 
@@ -226,6 +240,7 @@ export class EndpointActor {
     const releasePermit = await this.#deps.limiter.acquire(endpoint.id);
     let sent: SendResult | undefined;
     const startedAt = clock.now();
+    const generation = this.#adaptive?.generation ?? 0;
     try {
       let headers: Record<string, string>;
       try {
@@ -243,6 +258,9 @@ export class EndpointActor {
       if (outcome === undefined || sent === undefined) return this.#release(job, this.#deps.breaker.probeAt, 'breaker open');
     } finally {
       releasePermit();
+    }
+    if (this.#adaptive !== undefined) {
+      this.#mailbox.concurrency = this.#adaptive.record({ ...sent, generation, inFlight: this.running });
     }
     this.#lastActiveAt = clock.now();
     await this.#conclude(job, endpoint, startedAt, sent);

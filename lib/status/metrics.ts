@@ -103,6 +103,9 @@ export class HeraldMetrics {
     this.#gaugeFromStatus(MetricName.MAILBOX_DEPTH, (gauge, s) => {
       for (const actor of s.actors) gauge.set({ endpoint: actor.endpointId }, actor.queued);
     });
+    this.#gaugeFromStatus(MetricName.CONCURRENCY_LIMIT, (gauge, s) => {
+      for (const actor of s.actors) gauge.set({ endpoint: actor.endpointId }, actor.concurrencyLimit);
+    });
     this.#gaugeFromStatus(MetricName.IN_FLIGHT, (gauge, s) => gauge.set(s.inFlight));
     this.#gaugeFromStatus(MetricName.SLOTS_OWNED, (gauge, s) => gauge.set(s.slotsOwned));
     this.#gaugeFromStatus(MetricName.DELIVERIES_BY_STATUS, (gauge, s) => {

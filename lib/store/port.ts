@@ -142,6 +142,8 @@ export interface EndpointPatch {
   readonly concurrency?: number;
   /** A new limit, or `null` to lift it (the endpoint then has no `rateLimit`). */
   readonly rateLimit?: Endpoint['rateLimit'] | null;
+  /** New adaptive-concurrency settings, or `null` for a fixed concurrency (the endpoint then has no `adaptiveConcurrency`). */
+  readonly adaptiveConcurrency?: Endpoint['adaptiveConcurrency'] | null;
   readonly status?: Endpoint['status'];
   readonly disabledReason?: string | null;
   readonly failingSince?: number | null;

@@ -6,7 +6,7 @@
  * as text from a connection that does not parse int8 (a producer's own pool),
  * hence `Number()` where that can happen.
  */
-import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, TenantToken, TriageState } from '../model.ts';
+import type { AdaptiveConcurrency, Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, TenantToken, TriageState } from '../model.ts';
 import { EndpointStatus } from '../model.ts';
 import { COUNT_FIELDS, LATENCY_BUCKETS, type DeliveryMinute, type DeliveryMinuteIncrement } from '../status/delivery-minutes.ts';
 import type { SlotLease } from './port.ts';
@@ -30,6 +30,8 @@ export interface EndpointRow {
   concurrency: number;
   /** NULL: no limit (and every row written before the column existed). */
   rate_limit: JsonColumn<RateLimit> | null;
+  /** NULL: a fixed concurrency (and every row written before the column existed). */
+  adaptive_concurrency: JsonColumn<AdaptiveConcurrency> | null;
   status: string;
   disabled_reason: string | null;
   failing_since: number | null;
@@ -126,6 +128,9 @@ export function endpointFromRow(row: EndpointRow): Endpoint {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     ...(row.rate_limit === null || row.rate_limit === undefined ? {} : { rateLimit: fromJson(row.rate_limit) }),
+    ...(row.adaptive_concurrency === null || row.adaptive_concurrency === undefined
+      ? {}
+      : { adaptiveConcurrency: fromJson(row.adaptive_concurrency) }),
   };
 }
 

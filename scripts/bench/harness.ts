@@ -38,12 +38,16 @@ export interface SinkConfig {
   readonly status?: number;
   readonly delayMs?: number;
   readonly record?: 'count' | 'times' | 'ids';
+  /** Requests held at once at most: one more is answered 503 at once (`null`: no limit). */
+  readonly capacity?: number | null;
 }
 
 export interface SinkTake {
   readonly count: number;
   readonly times: number[];
   readonly ids: string[];
+  /** With a `capacity`: requests accepted and refused (503), and the time integral of those held over `spanMs`. */
+  readonly load: { readonly accepted: number; readonly refused: number; readonly heldMs: number; readonly spanMs: number };
 }
 
 export interface SinkProcess {

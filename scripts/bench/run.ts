@@ -22,7 +22,7 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describeMachine } from './harness.ts';
 
-const SCENARIOS = ['throughput', 'latency', 'isolation', 'signing', 'timers', 'endpoints', 'recovery', 'cluster', 'peers'] as const;
+const SCENARIOS = ['throughput', 'latency', 'isolation', 'signing', 'timers', 'endpoints', 'recovery', 'adaptive', 'cluster', 'peers'] as const;
 /** Hard bound per scenario process: past it, the scenario is killed and reported as failed. */
 /** Scenarios that read the heap after a full GC; the others must not get --expose-gc, which worker threads (the signing pool) refuse. */
 const NEEDS_GC: ReadonlySet<string> = new Set(['timers', 'endpoints']);
@@ -147,6 +147,17 @@ for (const [name, r] of Object.entries(scenarios)) {
     case 'recovery':
       rows.push([name, `peak/mean ${fmt(r.peakToMean)}`, `peak ${fmt(r.peakPerSec)}/s, mean ${fmt(r.meanPerSec)}/s over ${fmt(r.recoverySeconds, ' s')}`, 'peak ≤ 3 × mean', verdict(r)]);
       break;
+    case 'adaptive': {
+      // Per phase (the sink's capacity): utilisation / overshoot, fixed → adaptive.
+      const phases = (mode: unknown): Result[] => (Array.isArray(mode) ? (mode as Result[]) : []);
+      const fixed = phases(r.fixed);
+      const perPhase = phases(r.adaptive).map((a, i) => {
+        const f = fixed[i] ?? {};
+        return `cap ${fmt(a.capacity)}: util ${fmt(f.utilisation)}→${fmt(a.utilisation)}, 503s ${fmt(f.overshoot)}→${fmt(a.overshoot)}, ${fmt(f.deliveredPerSec)}→${fmt(a.deliveredPerSec)}/s`;
+      });
+      rows.push([name, '—', `fixed ${fmt(r.maxConcurrency)} → adaptive; ${perPhase.join('; ')}`, 'less overshoot, util ≥ 0.5', verdict(r)]);
+      break;
+    }
     case 'cluster': {
       const duplicates = r.duplicates as Result | undefined;
       const pg = (r.postgres ?? {}) as Result;

@@ -4,7 +4,7 @@ import { DeliveryMode } from '../../lib/model.ts';
 import { validateEndpointChanges, validateNewEndpoint } from '../../lib/endpoints/endpoint-input.ts';
 import type { EndpointDefaults } from '../../lib/endpoints/endpoint-input.ts';
 
-const DEFAULTS: EndpointDefaults = { timeoutMs: 10_000, concurrency: 4, retry: { preset: 'default' } };
+const DEFAULTS: EndpointDefaults = { timeoutMs: 10_000, concurrency: 4, retry: { preset: 'default' }, adaptiveConcurrency: false };
 
 const INJECTED = 'http://host/a\r\nX-Injected: 1';
 const RULE = 'must not contain control characters or surrounding spaces (found "\\r" at index 13)';
@@ -122,6 +122,68 @@ describe('endpoint input', () => {
         expect(validateEndpointChanges({ rateLimit: { perSecond: 3 } })).to.deep.equal({ rateLimit: { perSecond: 3, burst: 3 } });
         expect(validateEndpointChanges({ rateLimit: null })).to.deep.equal({ rateLimit: null });
         expect(validateEndpointChanges({ concurrency: 2 })).to.not.have.property('rateLimit');
+      });
+    });
+  });
+
+  describe('adaptiveConcurrency', () => {
+    const create = (adaptiveConcurrency: unknown, defaults: EndpointDefaults = DEFAULTS): ReturnType<typeof validateNewEndpoint> =>
+      validateNewEndpoint({ tenantId: 'acme', url: 'https://hooks.example/in', adaptiveConcurrency }, defaults);
+    const ADAPTIVE_BY_DEFAULT: EndpointDefaults = { ...DEFAULTS, adaptiveConcurrency: true };
+
+    context('when it is left out', () => {
+      it('is fixed unless the node makes new endpoints adaptive, then adaptive with the defaults', () => {
+        expect(validateNewEndpoint({ tenantId: 'acme', url: 'https://hooks.example/in' }, DEFAULTS)).to.not.have.property('adaptiveConcurrency');
+        expect(validateNewEndpoint({ tenantId: 'acme', url: 'https://hooks.example/in' }, ADAPTIVE_BY_DEFAULT).adaptiveConcurrency).to.deep.equal({
+          initial: 1,
+          targetLatencyMs: 2_000,
+        });
+      });
+    });
+
+    context('when it is null', () => {
+      it('is fixed, whatever the node default', () => {
+        expect(create(null)).to.not.have.property('adaptiveConcurrency');
+        expect(create(null, ADAPTIVE_BY_DEFAULT)).to.not.have.property('adaptiveConcurrency');
+      });
+    });
+
+    context('when it is given', () => {
+      it('fills in what is left out with the defaults', () => {
+        expect(create({}).adaptiveConcurrency).to.deep.equal({ initial: 1, targetLatencyMs: 2_000 });
+        expect(create({ initial: 8 }).adaptiveConcurrency).to.deep.equal({ initial: 8, targetLatencyMs: 2_000 });
+        expect(create({ initial: 256, targetLatencyMs: 30_000 }).adaptiveConcurrency).to.deep.equal({ initial: 256, targetLatencyMs: 30_000 });
+      });
+    });
+
+    context('when it breaks a rule', () => {
+      it('names the field and the rule, showing the value', () => {
+        const shape = 'must be an object {"initial"?, "targetLatencyMs"?} ({} for the defaults), or null for a fixed concurrency';
+        const cases: Array<[unknown, string, string]> = [
+          [{ initial: 0 }, 'adaptiveConcurrency.initial', 'must be an integer from 1 to 256 (got 0)'],
+          [{ initial: 257 }, 'adaptiveConcurrency.initial', 'must be an integer from 1 to 256 (got 257)'],
+          [{ initial: 2.5 }, 'adaptiveConcurrency.initial', 'must be an integer from 1 to 256 (got 2.5)'],
+          [{ targetLatencyMs: 0 }, 'adaptiveConcurrency.targetLatencyMs', 'must be an integer from 1 to 30000 (got 0)'],
+          [{ targetLatencyMs: '1s' }, 'adaptiveConcurrency.targetLatencyMs', 'must be an integer from 1 to 30000 (got "1s")'],
+          [{ max: 10 }, 'adaptiveConcurrency.max', 'is not a known field (allowed: initial, targetLatencyMs)'],
+          [true, 'adaptiveConcurrency', `${shape} (got true)`],
+          ['adaptive', 'adaptiveConcurrency', `${shape} (got "adaptive")`],
+        ];
+        for (const [value, field, rule] of cases) {
+          const error = thrown(() => create(value));
+          expect([error.field, error.rule], JSON.stringify(value)).to.deep.equal([field, rule]);
+          expect(thrown(() => validateEndpointChanges({ adaptiveConcurrency: value })).field).to.equal(field);
+        }
+      });
+    });
+
+    context('when patched', () => {
+      it('replaces the settings whole (defaults filled in again), or makes it fixed with null', () => {
+        expect(validateEndpointChanges({ adaptiveConcurrency: { targetLatencyMs: 300 } })).to.deep.equal({
+          adaptiveConcurrency: { initial: 1, targetLatencyMs: 300 },
+        });
+        expect(validateEndpointChanges({ adaptiveConcurrency: null })).to.deep.equal({ adaptiveConcurrency: null });
+        expect(validateEndpointChanges({ concurrency: 2 })).to.not.have.property('adaptiveConcurrency');
       });
     });
   });

@@ -68,6 +68,8 @@ describe('Metrics (GET /metrics)', () => {
       for (const id of Object.values(ids)) {
         expect(sample(m, MetricName.BREAKER_STATE, { endpoint: id }), id).to.equal(0);
         expect(sample(m, MetricName.MAILBOX_DEPTH, { endpoint: id }), id).to.equal(0);
+        // Fixed endpoints: their concurrency (delivery.concurrencyPerEndpoint, 4).
+        expect(sample(m, MetricName.CONCURRENCY_LIMIT, { endpoint: id }), id).to.equal(4);
       }
       expect(sample(m, MetricName.IN_FLIGHT)).to.equal(0);
       expect(sample(m, MetricName.SLOTS_OWNED)).to.equal(t.herald.leases.length).and.be.greaterThan(0);

@@ -284,6 +284,30 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         });
       });
 
+      context('when an endpoint has adaptive concurrency', () => {
+        it('reads it back exactly, and a fixed one has no adaptiveConcurrency', async () => {
+          const adaptive = await addEndpoint('ep_1', 'acme', { concurrency: 64, adaptiveConcurrency: { initial: 2, targetLatencyMs: 750 } });
+          const fixed = await addEndpoint('ep_2', 'acme');
+          expect(await store.getEndpoint('ep_1')).to.deep.equal(adaptive);
+          expect(await store.getEndpoint('ep_2')).to.not.have.property('adaptiveConcurrency');
+          expect(await store.listEndpoints({ tenantId: 'acme' })).to.deep.equal([adaptive, fixed]);
+        });
+
+        it('sets, changes and removes it by patch (null), leaving the other fields alone', async () => {
+          const created = await addEndpoint('ep_1', 'acme', { rateLimit: { perSecond: 5, burst: 5 } });
+          const set = await store.updateEndpoint('ep_1', { adaptiveConcurrency: { initial: 1, targetLatencyMs: 2_000 } }, clock.now());
+          expect(set).to.deep.equal({ ...created, adaptiveConcurrency: { initial: 1, targetLatencyMs: 2_000 } });
+          expect(await store.getEndpoint('ep_1')).to.deep.equal(set);
+          const kept = await store.updateEndpoint('ep_1', { concurrency: 9, rateLimit: null }, clock.now());
+          expect(kept?.adaptiveConcurrency, 'a patch without adaptiveConcurrency keeps it').to.deep.equal({ initial: 1, targetLatencyMs: 2_000 });
+          expect(await store.getEndpoint('ep_1')).to.deep.equal(kept);
+          const fixed = await store.updateEndpoint('ep_1', { adaptiveConcurrency: null }, clock.now());
+          const { rateLimit: _, ...unlimited } = created;
+          expect(fixed).to.deep.equal({ ...unlimited, concurrency: 9 });
+          expect(await store.getEndpoint('ep_1')).to.deep.equal(fixed);
+        });
+      });
+
       context('when an endpoint does not exist', () => {
         it('returns undefined from get and update, false from delete', async () => {
           expect(await store.getEndpoint('ep_missing')).to.equal(undefined);

@@ -137,6 +137,22 @@ describe('PostgreSQL schema (a real server)', function () {
     });
   });
 
+  context('when a database from before version 8 holds endpoints (version 8: adaptive concurrency)', () => {
+    it('leaves them with a fixed concurrency (NULL)', async () => {
+      const pool = await freshPool();
+      const before = POSTGRES_MIGRATIONS.filter((m) => m.version < 8);
+      await migratePostgresSchema(pool, 'herald', before);
+      await pool.query(`INSERT INTO herald.endpoints (id, tenant_id, url, description, event_types, retry, timeout_ms, mode, concurrency,
+        status, secrets, created_at, updated_at) VALUES ('ep_1', 'acme', 'https://x.example', '', '[]', '{"preset":"default"}', 10000,
+        'at-least-once', 4, 'enabled', '[]', 1, 1)`);
+
+      const result = await migratePostgresSchema(pool, 'herald', POSTGRES_MIGRATIONS.filter((m) => m.version <= 8));
+      expect(result).to.deep.include({ to: 8 });
+      expect(result.applied).to.include(8);
+      expect((await pool.query(`SELECT id, adaptive_concurrency FROM herald.endpoints`)).rows).to.deep.equal([{ id: 'ep_1', adaptive_concurrency: null }]);
+    });
+  });
+
   context('when several processes start at once', () => {
     it('migrates once; the others wait for it and find it done', async () => {
       const first = await freshPool();

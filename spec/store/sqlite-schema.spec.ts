@@ -127,6 +127,19 @@ describe('SQLite schema versions', () => {
       .to.include('delivery_minutes_tenant');
   });
 
+  it('version 7 leaves the endpoints written before it with a fixed concurrency (NULL)', () => {
+    ensureSchema(db);
+    db.prepare(`UPDATE meta SET value = '6' WHERE key = 'schema_version'`).run();
+    db.exec(`ALTER TABLE endpoints DROP COLUMN adaptive_concurrency`);
+    db.exec(`INSERT INTO endpoints (id, tenant_id, url, description, event_types, retry, timeout_ms, mode, concurrency, status, secrets,
+      created_at, updated_at) VALUES ('ep_1', 'acme', 'https://x.example', '', '[]', '{"preset":"default"}', 10000, 'at-least-once', 4,
+      'enabled', '[]', 1, 1)`);
+
+    db.transaction(() => migrate(db, SQLITE_MIGRATIONS.filter((m) => m.version <= 7))).immediate();
+    expect(version(db)).to.equal('7');
+    expect(db.prepare(`SELECT id, adaptive_concurrency FROM endpoints`).all()).to.deep.equal([{ id: 'ep_1', adaptive_concurrency: null }]);
+  });
+
   it('refuses a file migrated by a newer Herald with HERALD_STORE naming both versions, changing nothing', () => {
     ensureSchema(db);
     db.prepare(`UPDATE meta SET value = '99' WHERE key = 'schema_version'`).run();

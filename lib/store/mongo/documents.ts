@@ -21,6 +21,10 @@ export function endpointToDoc(endpoint: Endpoint): EndpointDoc {
     mode: endpoint.mode,
     concurrency: endpoint.concurrency,
     rateLimit: endpoint.rateLimit === undefined ? null : { perSecond: endpoint.rateLimit.perSecond, burst: endpoint.rateLimit.burst },
+    adaptiveConcurrency:
+      endpoint.adaptiveConcurrency === undefined
+        ? null
+        : { initial: endpoint.adaptiveConcurrency.initial, targetLatencyMs: endpoint.adaptiveConcurrency.targetLatencyMs },
     status: endpoint.status,
     disabledReason: endpoint.disabledReason,
     failingSince: endpoint.failingSince,
@@ -50,6 +54,9 @@ export function endpointFromDoc(doc: EndpointDoc): Endpoint {
     ...(doc.rateLimit === null || doc.rateLimit === undefined
       ? {}
       : { rateLimit: { perSecond: doc.rateLimit.perSecond, burst: doc.rateLimit.burst } }),
+    ...(doc.adaptiveConcurrency === null || doc.adaptiveConcurrency === undefined
+      ? {}
+      : { adaptiveConcurrency: { initial: doc.adaptiveConcurrency.initial, targetLatencyMs: doc.adaptiveConcurrency.targetLatencyMs } }),
   };
 }
 

@@ -338,6 +338,12 @@ export function endpointPatchUpdate(patch: EndpointPatch, now: number): UpdateFi
   if (patch.rateLimit !== undefined) {
     set.rateLimit = patch.rateLimit === null ? null : { perSecond: patch.rateLimit.perSecond, burst: patch.rateLimit.burst };
   }
+  if (patch.adaptiveConcurrency !== undefined) {
+    set.adaptiveConcurrency =
+      patch.adaptiveConcurrency === null
+        ? null
+        : { initial: patch.adaptiveConcurrency.initial, targetLatencyMs: patch.adaptiveConcurrency.targetLatencyMs };
+  }
   if (patch.status !== undefined) set.status = patch.status;
   if (patch.disabledReason !== undefined) set.disabledReason = patch.disabledReason;
   if (patch.failingSince !== undefined) set.failingSince = patch.failingSince;

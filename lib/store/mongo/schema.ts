@@ -68,6 +68,11 @@ export interface EndpointDoc {
   concurrency: number;
   /** `null`: no limit; missing in documents written before rate limits existed (read as no limit too). */
   rateLimit?: { perSecond: number; burst: number } | null;
+  /**
+   * `null`: a fixed concurrency; missing in documents written before adaptive concurrency existed
+   * (read as fixed too, so no migration).
+   */
+  adaptiveConcurrency?: { initial: number; targetLatencyMs: number } | null;
   status: string;
   disabledReason: string | null;
   failingSince: number | null;

@@ -34,5 +34,6 @@ export function endpointValues(endpoint: Endpoint): unknown[] {
     endpoint.createdAt,
     endpoint.updatedAt,
     endpoint.rateLimit === undefined ? null : JSON.stringify(endpoint.rateLimit),
+    endpoint.adaptiveConcurrency === undefined ? null : JSON.stringify(endpoint.adaptiveConcurrency),
   ];
 }

@@ -280,6 +280,12 @@ CREATE INDEX delivery_minutes_minute ON ${s}.delivery_minutes (minute);
 CREATE INDEX delivery_minutes_tenant ON ${s}.delivery_minutes (tenant_id, minute);
 `,
   },
+  {
+    version: 8,
+    what: "an endpoint's adaptive concurrency",
+    // {"initial", "targetLatencyMs"}; NULL: a fixed concurrency, as every endpoint had before.
+    sql: (s) => `ALTER TABLE ${s}.endpoints ADD COLUMN adaptive_concurrency jsonb;`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

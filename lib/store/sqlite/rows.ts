@@ -23,6 +23,7 @@ export function endpointToRow(endpoint: Endpoint): EndpointRow {
     mode: endpoint.mode,
     concurrency: endpoint.concurrency,
     rate_limit: endpoint.rateLimit === undefined ? null : JSON.stringify(endpoint.rateLimit),
+    adaptive_concurrency: endpoint.adaptiveConcurrency === undefined ? null : JSON.stringify(endpoint.adaptiveConcurrency),
     status: endpoint.status,
     disabled_reason: endpoint.disabledReason,
     failing_since: endpoint.failingSince,

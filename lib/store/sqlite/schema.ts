@@ -129,6 +129,12 @@ CREATE INDEX delivery_minutes_minute ON delivery_minutes (minute);
 CREATE INDEX delivery_minutes_tenant ON delivery_minutes (tenant_id, minute);
 `,
   },
+  {
+    version: 7,
+    what: "an endpoint's adaptive concurrency",
+    // JSON text {"initial", "targetLatencyMs"}; NULL: a fixed concurrency, as every endpoint had before.
+    sql: `ALTER TABLE endpoints ADD COLUMN adaptive_concurrency TEXT;`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */

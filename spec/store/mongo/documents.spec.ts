@@ -50,6 +50,21 @@ describe('MongoDB documents', () => {
     expect(endpointFromDoc(older)).to.deep.equal(unlimited);
   });
 
+  it("maps an endpoint's adaptive concurrency both ways: a value, null when fixed, and fixed when a document predates it", () => {
+    const endpoint: Endpoint = {
+      id: 'ep_1', tenantId: 'acme', url: 'https://x.example/h', description: '', eventTypes: [], retry: { preset: 'default' },
+      timeoutMs: 10_000, mode: 'at-least-once', concurrency: 64, adaptiveConcurrency: { initial: 2, targetLatencyMs: 750 }, status: 'enabled',
+      disabledReason: null, failingSince: null, secrets: [], createdAt: NOW, updatedAt: NOW,
+    };
+    expect(endpointToDoc(endpoint).adaptiveConcurrency).to.deep.equal({ initial: 2, targetLatencyMs: 750 });
+    expect(endpointFromDoc(endpointToDoc(endpoint))).to.deep.equal(endpoint);
+    const { adaptiveConcurrency: _, ...fixed } = endpoint;
+    expect(endpointToDoc(fixed).adaptiveConcurrency).to.equal(null);
+    expect(endpointFromDoc(endpointToDoc(fixed))).to.deep.equal(fixed);
+    const { adaptiveConcurrency: __, ...older } = endpointToDoc(fixed);
+    expect(endpointFromDoc(older)).to.deep.equal(fixed);
+  });
+
   it('writes new events unfanned, in insertion order, and reads back only the model\'s fields', () => {
     const event: OutboxEvent = { id: 'evt_1', tenantId: 'acme', type: 't', payload: '{"a":1}', createdAt: NOW, endpointId: null };
     const first = eventToDoc(event);

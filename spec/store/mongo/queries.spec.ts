@@ -231,6 +231,13 @@ describe('MongoDB store queries', () => {
       expect(endpointPatchUpdate({ rateLimit: undefined, concurrency: 3 }, NOW)).to.deep.equal({ $set: { updatedAt: NOW, concurrency: 3 } });
     });
 
+    it('sets adaptive concurrency, and sets it to null to make the concurrency fixed', () => {
+      expect(endpointPatchUpdate({ adaptiveConcurrency: { initial: 3, targetLatencyMs: 900 } }, NOW)).to.deep.equal({
+        $set: { updatedAt: NOW, adaptiveConcurrency: { initial: 3, targetLatencyMs: 900 } },
+      });
+      expect(endpointPatchUpdate({ adaptiveConcurrency: null }, NOW)).to.deep.equal({ $set: { updatedAt: NOW, adaptiveConcurrency: null } });
+    });
+
     it('marks replays and resumes with wokeAt so the change feed can pick them out', () => {
       expect(resumeDeliveriesFilter('ep_1', NOW)).to.deep.equal({ endpointId: 'ep_1', status: 'pending', nextAttemptAt: { $gt: NOW } });
       expect(resumeDeliveriesUpdate(NOW)).to.deep.equal({ $set: { nextAttemptAt: NOW, updatedAt: NOW, wokeAt: NOW } });

@@ -1,0 +1,138 @@
+/**
+ * The adaptive concurrency of one endpoint: how many requests may be in flight
+ * to it now, found by additive increase and multiplicative decrease (AIMD), as
+ * TCP finds a connection's window. Pure: the actor feeds it each exchange's
+ * outcome and sets its mailbox's concurrency to {@link AdaptiveLimit.limit}.
+ *
+ *   slow start ──congestion──► avoidance ◄─┐
+ *                                  └───────┘ congestion
+ *
+ * - slow start (until the first sign of congestion): +1 per fast 2xx, so the
+ *   limit doubles each round trip from `initial` and a healthy endpoint reaches
+ *   its `concurrency` within a few round trips;
+ * - avoidance: +1 once `limit` fast 2xx have come back since the last change,
+ *   one step per round trip: growing per response (the slow start's rate)
+ *   would overshoot a struggling consumer by half its capacity every time;
+ * - congestion (429, 502, 503, 504, a timeout, or any response slower than
+ *   `targetLatencyMs`): the limit halves (never below 1), once per generation.
+ *   A generation starts at each halving; an exchange started before it was
+ *   sent under the old limit, so what it says is already acted on and it is
+ *   ignored: the burst of 503s that one overload brings halves the limit once,
+ *   not once per 503.
+ *
+ * A fast 2xx counts towards an increase only when at least half the limit was
+ * in flight as it came back: an endpoint that is sent little says nothing about
+ * how much more it could take, and its limit stays where it is. Other outcomes
+ * (a 4xx, a 500, a network error) change nothing: they say something about the
+ * request or the endpoint's health (the breaker's business), not its load.
+ */
+import type { AdaptiveConcurrency, Outcome } from '../model.ts';
+
+/** Statuses by which a consumer says it has more than it can take now. */
+export const CONGESTION_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
+
+/** What one exchange says about the endpoint's load. */
+export const LoadSignal = {
+  /** A 2xx within the target latency: room for more. */
+  FAST: 'fast',
+  /** A congestion status, a timeout or a slow response: too much now. */
+  CONGESTED: 'congested',
+  /** Nothing about load. */
+  NEUTRAL: 'neutral',
+} as const;
+export type LoadSignal = (typeof LoadSignal)[keyof typeof LoadSignal];
+
+/** Reads an exchange's outcome and duration as a {@link LoadSignal}. */
+export function loadSignalOf(outcome: Outcome, durationMs: number, targetLatencyMs: number): LoadSignal {
+  if (outcome.kind === 'timeout') return LoadSignal.CONGESTED;
+  if (outcome.kind !== 'response') return LoadSignal.NEUTRAL;
+  if (CONGESTION_STATUSES.has(outcome.status) || durationMs > targetLatencyMs) return LoadSignal.CONGESTED;
+  return outcome.status >= 200 && outcome.status <= 299 ? LoadSignal.FAST : LoadSignal.NEUTRAL;
+}
+
+/** One exchange, as the actor reports it when its answer (or timeout) has come. */
+export interface ExchangeReport {
+  readonly outcome: Outcome;
+  readonly durationMs: number;
+  /** {@link AdaptiveLimit.generation} when the request was sent. */
+  readonly generation: number;
+  /** Requests in flight to the endpoint as it came back, itself included. */
+  readonly inFlight: number;
+}
+
+export class AdaptiveLimit {
+  #settings: AdaptiveConcurrency;
+  #max: number;
+  #limit: number;
+  #generation = 0;
+  #slowStart = true;
+  /** Fast 2xx counted towards the next increase (avoidance). */
+  #fast = 0;
+
+  /** @param max the endpoint's `concurrency`: the limit never goes above it. */
+  constructor(settings: AdaptiveConcurrency, max: number) {
+    this.#settings = settings;
+    this.#max = max;
+    this.#limit = Math.max(1, Math.min(settings.initial, max));
+  }
+
+  /** Requests that may be in flight now. */
+  get limit(): number {
+    return this.#limit;
+  }
+
+  /** The number of halvings so far: read when a request is sent, handed back in its report. */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  get settings(): AdaptiveConcurrency {
+    return this.#settings;
+  }
+
+  /** Takes one exchange into account; returns the limit after it. */
+  record(report: ExchangeReport): number {
+    if (report.generation !== this.#generation) return this.#limit;
+    const signal = loadSignalOf(report.outcome, report.durationMs, this.#settings.targetLatencyMs);
+    if (signal === LoadSignal.CONGESTED) {
+      this.#limit = Math.max(1, Math.floor(this.#limit / 2));
+      this.#generation += 1;
+      this.#slowStart = false;
+      this.#fast = 0;
+    } else if (signal === LoadSignal.FAST && report.inFlight * 2 >= this.#limit) {
+      this.#fast += 1;
+      if (this.#slowStart || this.#fast >= this.#limit) this.#increase();
+    }
+    return this.#limit;
+  }
+
+  /**
+   * Takes the endpoint's edited settings: a new maximum caps the limit at once; the limit and what
+   * it has learnt are kept otherwise (a new `initial` applies to the next start).
+   */
+  reconfigure(settings: AdaptiveConcurrency, max: number): void {
+    this.#settings = settings;
+    this.#max = max;
+    this.#limit = Math.min(this.#limit, max);
+  }
+
+  #increase(): void {
+    this.#fast = 0;
+    this.#limit = Math.min(this.#max, this.#limit + 1);
+  }
+}
+
+/**
+ * The adaptive limit an endpoint's actor should have: none for a fixed endpoint, a new one for an
+ * endpoint made adaptive, the current one (reconfigured) for one that stays adaptive.
+ */
+export function adaptiveLimitFor(
+  endpoint: { readonly adaptiveConcurrency?: AdaptiveConcurrency; readonly concurrency: number },
+  current: AdaptiveLimit | undefined,
+): AdaptiveLimit | undefined {
+  const settings = endpoint.adaptiveConcurrency;
+  if (settings === undefined) return undefined;
+  if (current === undefined) return new AdaptiveLimit(settings, endpoint.concurrency);
+  current.reconfigure(settings, endpoint.concurrency);
+  return current;
+}
