@@ -32,11 +32,14 @@ import type { EngineEvents } from './engine/engine-events.ts';
 import { InFlightLimiter } from './engine/in-flight-limiter.ts';
 import { Supervisor } from './engine/supervisor.ts';
 import { Ticker } from './engine/ticker.ts';
-import { ConflictError, NotFoundError, ValidationError } from './errors.ts';
+import { ConflictError, NotFoundError, SecretUnreadableError, ValidationError } from './errors.ts';
 import { newId } from './ids.ts';
-import { DisabledReason, type Attempt, type DeadLetter, type Delivery, type Endpoint, type OutboxEvent, type RateLimit } from './model.ts';
+import { DisabledReason, type Attempt, type DeadLetter, type Delivery, type Endpoint, type OutboxEvent, type RateLimit, type SigningSecret } from './model.ts';
 import { outboxEventOf, validateEventInputs } from './producer/validate-event.ts';
-import { secretKey, generateSecret } from './signing/secret.ts';
+import { generateSecret } from './signing/secret.ts';
+import type { SecretBox } from './signing/secret-box.ts';
+import { resolveSecretKeys, SecretKeyOrigin, type SecretKeys } from './signing/secret-key-source.ts';
+import { SigningKeys } from './signing/signing-keys.ts';
 import { SigningPool } from './signing/signing-pool.ts';
 import { openStore } from './store/open-store.ts';
 import type { DeadLetterFilter, DeliveryFilter, SlotLease, Store } from './store/port.ts';
@@ -53,6 +56,13 @@ export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit'> & {
   /** When the previous secret stops signing, during a rotation. */
   readonly previousSecretExpiresAt: number | null;
 };
+
+/** What `reencryptSecrets()` did: endpoints looked at, rewritten under the current key, and those it could not open. */
+export interface ReencryptOutcome {
+  readonly checked: number;
+  readonly rewritten: number;
+  readonly unreadable: ReadonlyArray<{ readonly endpointId: string; readonly error: SecretUnreadableError }>;
+}
 
 /** A dead letter as the API shows it: with its age, by this node's clock. */
 export type DeadLetterView = DeadLetter & { readonly ageMs: number };
@@ -117,6 +127,12 @@ export interface HeraldDeps {
   readonly store?: Store;
   /** How dead predecessors on this host are told apart from live processes (tests). */
   readonly processProbe?: ProcessProbe;
+  /**
+   * The keys endpoint secrets are sealed with, instead of those `config.secrets` gives (tests).
+   * Without it and without a configured key, only a SQLite store named by `config.store` gets a
+   * generated `dataDir/secret-key`; any other store keeps secrets plain.
+   */
+  readonly secretBox?: SecretBox;
 }
 
 export class Herald {
@@ -131,6 +147,9 @@ export class Herald {
   readonly #slotCount: number;
   readonly #sender: Sender;
   readonly #signer: SigningPool;
+  readonly #secretBox: SecretBox;
+  /** Where the secret key came from, and what the operator should hear about it at start. */
+  readonly secretKeys: SecretKeys;
   readonly #ticker: Ticker;
   readonly #breakers: BreakerFamily;
   readonly #limiter: InFlightLimiter;
@@ -160,11 +179,16 @@ export class Herald {
         // So does the PostgreSQL work signal when its LISTEN connection drops and comes back.
         onWorkSignalRestart: (restart) => herald?.events.emit('feedRestart', { reason: restart.reason }),
       }));
+    // Before the store opens: a bad key file stops the start with a ConfigError, not half-way.
+    const secretKeys =
+      deps.secretBox === undefined
+        ? resolveSecretKeys(config.secrets, deps.store === undefined && config.store.startsWith('sqlite:') ? config.dataDir : null)
+        : { box: deps.secretBox, origin: SecretKeyOrigin.CONFIG, path: null, warnings: [] };
     const { slotCount } = await store.init({ slotCount: config.engine.slotCount });
     // Only the data `config.store` names is known to live beside a folder; an injected store's is not.
     const folder = deps.store === undefined ? localNodesFolder(config.store, config.dataDir) : undefined;
     const local = folder === undefined ? undefined : { folder, storeKey: storeKeyOf(config.store), probe: deps.processProbe };
-    herald = new Herald(config, store, slotCount, clock, deps.random ?? systemRandom, local);
+    herald = new Herald(config, store, slotCount, clock, deps.random ?? systemRandom, local, secretKeys);
     return herald;
   }
 
@@ -175,8 +199,12 @@ export class Herald {
     clock: Clock,
     random: Random,
     local: { readonly folder: string; readonly storeKey: string; readonly probe: ProcessProbe | undefined } | undefined,
+    secretKeys: SecretKeys,
   ) {
     this.config = config;
+    this.secretKeys = secretKeys;
+    this.#secretBox = secretKeys.box;
+    const signingKeys = new SigningKeys(secretKeys.box);
     // Every call the engine, the lease keeper and the API make goes through the health monitor:
     // readiness follows what the store actually does (writes that wait on a lock or fail), not one
     // probe read. An idle node still heartbeats, so a stuck store shows within a heartbeat.
@@ -264,8 +292,7 @@ export class Herald {
           disableOnGone: config.delivery.disableOnGone,
           emit,
           sign: async (job, endpoint, timestampSec) => {
-            const now = clock.now();
-            const keys = endpoint.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now).map((s) => secretKey(s.secret));
+            const keys = signingKeys.active(endpoint, clock.now());
             const signature = await this.#signer.sign({ keys, id: job.event.id, timestampSec, body: job.event.payload });
             return { ...deliveryHeaders(job.event.id, timestampSec, signature) };
           },
@@ -378,7 +405,7 @@ export class Herald {
       status: 'enabled',
       disabledReason: null,
       failingSince: null,
-      secrets: [{ secret, createdAt: now, expiresAt: null }],
+      secrets: [{ secret: this.#secretBox.seal(secret, id), createdAt: now, expiresAt: null }],
       createdAt: now,
       updatedAt: now,
     };
@@ -424,9 +451,37 @@ export class Herald {
     const expiresAt = now + this.config.signing.rotationOverlapMs;
     const previous = endpoint.secrets
       .filter((s) => s.expiresAt === null || s.expiresAt > now)
-      .map((s) => ({ ...s, expiresAt: s.expiresAt === null ? expiresAt : Math.min(s.expiresAt, expiresAt) }));
-    const updated = await this.#patch(id, { secrets: [{ secret, createdAt: now, expiresAt: null }, ...previous] });
+      .map((s) => ({ ...this.#resealed(s, id), expiresAt: s.expiresAt === null ? expiresAt : Math.min(s.expiresAt, expiresAt) }));
+    const sealed = this.#secretBox.seal(secret, id);
+    const updated = await this.#patch(id, { secrets: [{ secret: sealed, createdAt: now, expiresAt: null }, ...previous] });
     return { endpoint: updated, secret };
+  }
+
+  /**
+   * Rewrites every endpoint's secrets that are plain or sealed under a previous key under the
+   * current key (`herald secrets reencrypt`); afterwards the previous keys can be dropped. An
+   * endpoint whose secrets this node cannot open is left as it is and listed in `unreadable`.
+   * `onProgress` hears after each endpoint. A no-op without a key (secrets stay plain).
+   */
+  async reencryptSecrets(onProgress: (done: number, total: number) => void = () => {}): Promise<ReencryptOutcome> {
+    const endpoints = await this.#store.listEndpoints({});
+    const unreadable: Array<{ endpointId: string; error: SecretUnreadableError }> = [];
+    let rewritten = 0;
+    for (const [i, endpoint] of endpoints.entries()) {
+      if (endpoint.secrets.some((s) => this.#secretBox.needsSealing(s.secret))) {
+        try {
+          const secrets = endpoint.secrets.map((s) => ({ ...s, secret: this.#secretBox.seal(this.#secretBox.open(s.secret, endpoint.id), endpoint.id) }));
+          // Only the secrets are written: an edit made meanwhile to any other field stays.
+          await this.#patch(endpoint.id, { secrets });
+          rewritten++;
+        } catch (error) {
+          if (!(error instanceof SecretUnreadableError)) throw error;
+          unreadable.push({ endpointId: endpoint.id, error });
+        }
+      }
+      onProgress(i + 1, endpoints.length);
+    }
+    return { checked: endpoints.length, rewritten, unreadable };
   }
 
   // Events
@@ -615,6 +670,17 @@ export class Herald {
 
   get leases(): readonly SlotLease[] {
     return this.#leases.held;
+  }
+
+  /** A stored secret under the current key when it can be opened; as it is when not (it is never lost). */
+  #resealed(secret: SigningSecret, endpointId: string): SigningSecret {
+    if (!this.#secretBox.needsSealing(secret.secret)) return secret;
+    try {
+      return { ...secret, secret: this.#secretBox.seal(this.#secretBox.open(secret.secret, endpointId), endpointId) };
+    } catch (error) {
+      if (error instanceof SecretUnreadableError) return secret;
+      throw error;
+    }
   }
 
   async #endpoint(id: string): Promise<Endpoint> {
