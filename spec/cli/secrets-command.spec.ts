@@ -9,6 +9,7 @@ import { Herald } from '../../lib/herald.ts';
 import { generateSecret } from '../../lib/signing/secret.ts';
 import { keyIdOf, SecretBox } from '../../lib/signing/secret-box.ts';
 import { runHerald } from '../support/herald-cli.ts';
+import { createTestDatabase } from '../support/postgres-server.ts';
 
 describe('herald secrets (CLI)', () => {
   let dir: string;
@@ -69,6 +70,15 @@ describe('herald secrets (CLI)', () => {
       expect(run.code).to.equal(1);
       expect(run.stdout).to.include('2 endpoints checked, 0 rewritten, 1 unreadable');
       expect(run.stderr).to.include(`(key ${keyIdOf(oldKey)})`).and.include('HERALD_SECRET_KEYS_PREVIOUS');
+    });
+  });
+
+  context('on a PostgreSQL store without a key', () => {
+    it('warns that secrets are stored plain and exits 1: there is no key to seal under', async () => {
+      const url = await createTestDatabase();
+      const proc = runHerald(['secrets', 'reencrypt', '--store', url, '--data-dir', dir]);
+      expect((await proc.exited).code).to.equal(1);
+      expect(proc.stderr).to.include('warning: endpoint secrets are stored plain').and.include('no secret key is configured');
     });
   });
 

@@ -190,12 +190,31 @@ describe('Secrets at rest', () => {
       const after = sink.received[1];
       expect(() => verify({ payload: after?.body ?? '', headers: after?.headers ?? {}, secret: legacy })).to.not.throw();
     });
+
+    it('is sealed by a rotation, and both secrets sign during the overlap', async () => {
+      sink = await startServer(() => ({ status: 200 }));
+      t = await startHerald({}, { dir });
+      const { endpoint } = await t.herald.createEndpoint({ tenantId: 'acme', url: sink.url });
+      const legacy = generateSecret();
+      await t.herald.store.updateEndpoint(endpoint.id, { secrets: [{ secret: legacy, createdAt: t.clock.now(), expiresAt: null }] }, t.clock.now());
+
+      const { secret } = await t.herald.rotateSecret(endpoint.id);
+      const stored = (await t.herald.store.getEndpoint(endpoint.id))?.secrets ?? [];
+      expect(stored.map((s) => s.secret.slice(0, 7))).to.deep.equal(['enc:v1:', 'enc:v1:']);
+      await t.herald.publish({ tenantId: 'acme', type: 'a.b', payload: {} });
+      await attemptsSeen(t, 1);
+      const request = sink.received[0];
+      for (const one of [legacy, secret]) {
+        expect(() => verify({ payload: request?.body ?? '', headers: request?.headers ?? {}, secret: one })).to.not.throw();
+      }
+    });
   });
 
   context('when an endpoint was sealed under a key this node does not hold', () => {
     it('holds its deliveries without spending an attempt, names the key and endpoint, and the other endpoints deliver', async () => {
       sink = await startServer(() => ({ status: 200 }));
-      t = await startHerald({ secrets: { key: randomBytes(32).toString('base64') }, allowNetworks: [...LOOPBACK] });
+      const nodeKey = randomBytes(32).toString('base64');
+      t = await startHerald({ secrets: { key: nodeKey }, allowNetworks: [...LOOPBACK] }, { dir });
       const { endpoint: good } = await t.herald.createEndpoint({ tenantId: 'acme', url: `${sink.url}/good` });
       const { endpoint: lost } = await t.herald.createEndpoint({ tenantId: 'acme', url: `${sink.url}/lost` });
       const foreignKey = randomBytes(32);
@@ -217,6 +236,21 @@ describe('Secrets at rest', () => {
       expect(outcome.checked).to.equal(2);
       expect(outcome.unreadable.map((u) => [u.endpointId, u.error.keyId])).to.deep.equal([[lost.id, keyIdOf(foreignKey)]]);
       expect((await t.herald.store.getEndpoint(lost.id))?.secrets[0]?.secret, 'left as it was').to.equal(foreign);
+
+      // Tried again a minute later, still without spending an attempt.
+      const again = nextEvent(t.herald.events, 'failure', (e) => e.where === `signing for ${lost.id}`);
+      t.clock.advance(60_000);
+      await again;
+      expect(t.attempts.map((a) => a.endpointId)).to.deep.equal([good.id]);
+      await t.close();
+
+      // Given the key (as a previous one), the node delivers what waited.
+      t = await startHerald({ secrets: { key: nodeKey, previousKeys: [foreignKey.toString('base64')] } }, { dir });
+      // Released twice above, each for a minute, on a clock that restarts at the real time.
+      t.clock.advance(3 * 60_000);
+      await attemptsSeen(t, 1);
+      expect(t.attempts.map((a) => [a.endpointId, a.outcome.kind])).to.deep.equal([[lost.id, 'response']]);
+      expect(sink.received.map((r) => r.path)).to.deep.equal(['/good', '/lost']);
     });
   });
 });
