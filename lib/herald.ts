@@ -32,7 +32,7 @@ import type { EngineEvents } from './engine/engine-events.ts';
 import { InFlightLimiter } from './engine/in-flight-limiter.ts';
 import { Supervisor } from './engine/supervisor.ts';
 import { Ticker } from './engine/ticker.ts';
-import { ConflictError, NotFoundError, SecretUnreadableError, ValidationError } from './errors.ts';
+import { ConflictError, ErrorCode, hasCode, NotFoundError, SecretUnreadableError, ValidationError } from './errors.ts';
 import { newId } from './ids.ts';
 import { DisabledReason, type Attempt, type DeadLetter, type Delivery, type Endpoint, type OutboxEvent, type RateLimit, type SigningSecret } from './model.ts';
 import { outboxEventOf, validateEventInputs } from './producer/validate-event.ts';
@@ -44,6 +44,9 @@ import { SigningPool } from './signing/signing-pool.ts';
 import { openStore } from './store/open-store.ts';
 import type { DeadLetterFilter, DeliveryFilter, SlotLease, Store } from './store/port.ts';
 import { StoreHealth, type StoreAvailability } from './store/store-health.ts';
+
+/** How many times `reencryptSecrets()` reads an endpoint again when its secrets changed under it. */
+const REENCRYPT_ROUNDS = 5;
 
 /** The status counts the outbox's waiting events up to this many (a count walks an index entry per event). */
 export const OUTBOX_COUNT_CAP = 100_000;
@@ -443,7 +446,11 @@ export class Herald {
     return this.#patch(id, { status: 'disabled', disabledReason: DisabledReason.OPERATOR });
   }
 
-  /** A new current secret; the previous one keeps signing for `signing.rotationOverlapMs`. */
+  /**
+   * A new current secret; the previous one keeps signing for `signing.rotationOverlapMs`.
+   * @throws NotFoundError; ConflictError when another rotation (or a re-encryption) of this
+   *   endpoint's secrets was written between this one's read and its write (nothing is written).
+   */
   async rotateSecret(id: string): Promise<{ endpoint: EndpointView; secret: string }> {
     const endpoint = await this.#endpoint(id);
     const now = this.#clock.now();
@@ -453,7 +460,10 @@ export class Herald {
       .filter((s) => s.expiresAt === null || s.expiresAt > now)
       .map((s) => ({ ...this.#resealed(s, id), expiresAt: s.expiresAt === null ? expiresAt : Math.min(s.expiresAt, expiresAt) }));
     const sealed = this.#secretBox.seal(secret, id);
-    const updated = await this.#patch(id, { secrets: [{ secret: sealed, createdAt: now, expiresAt: null }, ...previous] });
+    const updated = await this.#patch(id, {
+      secrets: [{ secret: sealed, createdAt: now, expiresAt: null }, ...previous],
+      expectedSecrets: endpoint.secrets.map((s) => s.secret),
+    });
     return { endpoint: updated, secret };
   }
 
@@ -467,17 +477,12 @@ export class Herald {
     const endpoints = await this.#store.listEndpoints({});
     const unreadable: Array<{ endpointId: string; error: SecretUnreadableError }> = [];
     let rewritten = 0;
-    for (const [i, endpoint] of endpoints.entries()) {
-      if (endpoint.secrets.some((s) => this.#secretBox.needsSealing(s.secret))) {
-        try {
-          const secrets = endpoint.secrets.map((s) => ({ ...s, secret: this.#secretBox.seal(this.#secretBox.open(s.secret, endpoint.id), endpoint.id) }));
-          // Only the secrets are written: an edit made meanwhile to any other field stays.
-          await this.#patch(endpoint.id, { secrets });
-          rewritten++;
-        } catch (error) {
-          if (!(error instanceof SecretUnreadableError)) throw error;
-          unreadable.push({ endpointId: endpoint.id, error });
-        }
+    for (const [i, listed] of endpoints.entries()) {
+      try {
+        if (await this.#reencrypt(listed)) rewritten++;
+      } catch (error) {
+        if (!(error instanceof SecretUnreadableError)) throw error;
+        unreadable.push({ endpointId: listed.id, error });
       }
       onProgress(i + 1, endpoints.length);
     }
@@ -670,6 +675,31 @@ export class Herald {
 
   get leases(): readonly SlotLease[] {
     return this.#leases.held;
+  }
+
+  /**
+   * One endpoint's secrets under the current key; whether anything was written. Only the secrets
+   * are written, and only while they are still those read: a rotation written meanwhile (on any
+   * node) is read again and re-encrypted in turn, never overwritten. Gone meanwhile: nothing to do.
+   */
+  async #reencrypt(listed: Endpoint): Promise<boolean> {
+    let endpoint: Endpoint | undefined = listed;
+    for (let round = 1; endpoint !== undefined; round++) {
+      if (!endpoint.secrets.some((s) => this.#secretBox.needsSealing(s.secret))) return false;
+      const id = endpoint.id;
+      const secrets = endpoint.secrets.map((s) => ({ ...s, secret: this.#secretBox.seal(this.#secretBox.open(s.secret, id), id) }));
+      try {
+        const updated = await this.#store.updateEndpoint(id, { secrets, expectedSecrets: endpoint.secrets.map((s) => s.secret) }, this.#clock.now());
+        if (updated === undefined) return false;
+        this.#supervisor.endpointChanged(updated, id);
+        return true;
+      } catch (error) {
+        // Each conflict is another write to these secrets that landed first: a few in a row mean a loop, not a race.
+        if (!hasCode(error, ErrorCode.CONFLICT) || round >= REENCRYPT_ROUNDS) throw error;
+      }
+      endpoint = await this.#store.getEndpoint(id);
+    }
+    return false;
   }
 
   /** A stored secret under the current key when it can be opened; as it is when not (it is never lost). */

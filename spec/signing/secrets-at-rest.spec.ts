@@ -169,6 +169,40 @@ describe('Secrets at rest', () => {
     });
   });
 
+  context('when a rotation is written between re-encryption\'s read and its write', () => {
+    it('keeps the rotated secret: the re-encryption reads again instead of overwriting', async () => {
+      sink = await startServer(() => ({ status: 200 }));
+      t = await startHerald({}, { dir });
+      const h = t;
+      const { endpoint } = await h.herald.createEndpoint({ tenantId: 'acme', url: sink.url });
+      const legacy = generateSecret();
+      await h.herald.store.updateEndpoint(endpoint.id, { secrets: [{ secret: legacy, createdAt: h.clock.now(), expiresAt: null }] }, h.clock.now());
+      // Another node's rotation lands just before the re-encryption writes.
+      const store = h.herald.store;
+      const write = store.updateEndpoint.bind(store);
+      let rotated: string | undefined;
+      store.updateEndpoint = async (id, patch, now) => {
+        if (rotated === undefined && patch.expectedSecrets !== undefined) {
+          rotated = 'rotating';
+          rotated = (await h.herald.rotateSecret(id)).secret;
+        }
+        return write(id, patch, now);
+      };
+      const outcome = await h.herald.reencryptSecrets();
+      expect(outcome.unreadable).to.deep.equal([]);
+      const stored = (await store.getEndpoint(endpoint.id))?.secrets ?? [];
+      expect(stored, 'the rotated secret and the previous one').to.have.length(2);
+      expect(stored.every((s) => s.secret.startsWith('enc:v1:'))).to.equal(true);
+
+      await h.herald.publish({ tenantId: 'acme', type: 'a.b', payload: {} });
+      await attemptsSeen(h, 1);
+      const request = sink.received[0];
+      for (const one of [legacy, rotated ?? '']) {
+        expect(() => verify({ payload: request?.body ?? '', headers: request?.headers ?? {}, secret: one })).to.not.throw();
+      }
+    });
+  });
+
   context('when a row was written before encryption (a plain whsec_ secret)', () => {
     it('signs with it, and reencryptSecrets() seals it', async () => {
       sink = await startServer(() => ({ status: 200 }));
