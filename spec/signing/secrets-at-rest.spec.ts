@@ -203,6 +203,27 @@ describe('Secrets at rest', () => {
     });
   });
 
+  context('when two rotations of one endpoint race', () => {
+    it('writes the first and refuses the second with HERALD_CONFLICT, so no issued secret is lost', async () => {
+      t = await startHerald({}, { start: false });
+      const h = t;
+      const { endpoint } = await h.herald.createEndpoint({ tenantId: 'acme', url: 'http://127.0.0.1:9/' });
+      const store = h.herald.store;
+      const write = store.updateEndpoint.bind(store);
+      let inner: Promise<{ secret: string }> | undefined;
+      store.updateEndpoint = async (id, patch, now) => {
+        // The other rotation lands between this one's read and its write.
+        if (inner === undefined) await (inner = h.herald.rotateSecret(id));
+        return write(id, patch, now);
+      };
+      const outer = await h.herald.rotateSecret(endpoint.id).then(() => undefined, (e: unknown) => e);
+      expect(outer).to.have.property('code', ErrorCode.CONFLICT);
+      const stored = (await store.getEndpoint(endpoint.id))?.secrets ?? [];
+      expect(stored).to.have.length(2);
+      expect(h.herald.secretKeys.box.open(stored[0]?.secret ?? '', endpoint.id)).to.equal((await inner)?.secret);
+    });
+  });
+
   context('when a row was written before encryption (a plain whsec_ secret)', () => {
     it('signs with it, and reencryptSecrets() seals it', async () => {
       sink = await startServer(() => ({ status: 200 }));
