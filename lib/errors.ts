@@ -29,6 +29,10 @@ export const ErrorCode = {
   FORBIDDEN: 'HERALD_FORBIDDEN',
   /** A webhook's signature, id or timestamp did not verify (thrown by `verify()`). */
   INVALID_SIGNATURE: 'HERALD_INVALID_SIGNATURE',
+  /** An endpoint's stored secret was sealed with a key this node does not hold (`keyId`, `endpointId`). */
+  SECRET_KEY_UNKNOWN: 'HERALD_SECRET_KEY_UNKNOWN',
+  /** An endpoint's stored secret does not decrypt: altered, copied from another endpoint, or malformed. */
+  SECRET_UNREADABLE: 'HERALD_SECRET_UNREADABLE',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -128,6 +132,31 @@ export class UnauthorizedError extends HeraldError {
 export class ForbiddenError extends HeraldError {
   constructor(route: string) {
     super(ErrorCode.FORBIDDEN, `${route} needs the admin token: a tenant token may not use it`);
+  }
+}
+
+/**
+ * A stored endpoint secret this node cannot open. Names the endpoint and the
+ * key id, never the secret. `SECRET_KEY_UNKNOWN`: sealed with a key missing
+ * from `secrets.key`/`secrets.previousKeys`; `SECRET_UNREADABLE`: the
+ * authentication tag does not match (altered, or copied from another endpoint's
+ * row) or the value is not in a known form.
+ */
+export class SecretUnreadableError extends HeraldError {
+  readonly endpointId: string;
+  /** The 8-hex fingerprint of the key it was sealed with; `null` when the value is not even parseable. */
+  readonly keyId: string | null;
+
+  constructor(
+    code: typeof ErrorCode.SECRET_KEY_UNKNOWN | typeof ErrorCode.SECRET_UNREADABLE,
+    endpointId: string,
+    keyId: string | null,
+    why: string,
+    options?: { cause?: unknown },
+  ) {
+    super(code, `endpoint '${endpointId}': its secret ${keyId === null ? '' : `(key ${keyId}) `}${why}`, options);
+    this.endpointId = endpointId;
+    this.keyId = keyId;
   }
 }
 

@@ -32,11 +32,24 @@ import type { EngineEvents } from './engine/engine-events.ts';
 import { InFlightLimiter } from './engine/in-flight-limiter.ts';
 import { Supervisor } from './engine/supervisor.ts';
 import { Ticker } from './engine/ticker.ts';
-import { ConflictError, NotFoundError, ValidationError } from './errors.ts';
+import { ConflictError, ErrorCode, hasCode, NotFoundError, SecretUnreadableError, ValidationError } from './errors.ts';
 import { deliveryIdFor, newId } from './ids.ts';
-import { DisabledReason, type AdaptiveConcurrency, type Attempt, type DeadLetter, type Delivery, type Endpoint, type OutboxEvent, type RateLimit } from './model.ts';
+import {
+  DisabledReason,
+  type AdaptiveConcurrency,
+  type Attempt,
+  type DeadLetter,
+  type Delivery,
+  type Endpoint,
+  type OutboxEvent,
+  type RateLimit,
+  type SigningSecret,
+} from './model.ts';
 import { outboxEventOf, validateEventInputs } from './producer/validate-event.ts';
-import { secretKey, generateSecret } from './signing/secret.ts';
+import { generateSecret } from './signing/secret.ts';
+import type { SecretBox } from './signing/secret-box.ts';
+import { resolveSecretKeys, SecretKeyOrigin, type SecretKeys } from './signing/secret-key-source.ts';
+import { SigningKeys } from './signing/signing-keys.ts';
 import { SigningPool } from './signing/signing-pool.ts';
 import { openStore } from './store/open-store.ts';
 import type { DeadLetterFilter, DeliveryFilter, SlotLease, Store } from './store/port.ts';
@@ -48,6 +61,9 @@ export const TEST_EVENT_TYPE = 'herald.test';
 import { isInScope, type SeriesScope } from './status/delivery-minutes.ts';
 import { ALL_ENDPOINTS, seriesOf, seriesRange, type DeliverySeries, type SeriesRequest } from './status/delivery-series.ts';
 import { DeliveryMinuteRecorder } from './status/minute-recorder.ts';
+
+/** How many times `reencryptSecrets()` reads an endpoint again when its secrets changed under it. */
+const REENCRYPT_ROUNDS = 5;
 
 /** The status counts the outbox's waiting events up to this many (a count walks an index entry per event). */
 export const OUTBOX_COUNT_CAP = 100_000;
@@ -62,6 +78,13 @@ export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit' | 'adaptiveCon
   /** When the previous secret stops signing, during a rotation. */
   readonly previousSecretExpiresAt: number | null;
 };
+
+/** What `reencryptSecrets()` did: endpoints looked at, rewritten under the current key, and those it could not open. */
+export interface ReencryptOutcome {
+  readonly checked: number;
+  readonly rewritten: number;
+  readonly unreadable: ReadonlyArray<{ readonly endpointId: string; readonly error: SecretUnreadableError }>;
+}
 
 /** A dead letter as the API shows it: with its age, by this node's clock. */
 export type DeadLetterView = DeadLetter & { readonly ageMs: number };
@@ -128,6 +151,12 @@ export interface HeraldDeps {
   readonly store?: Store;
   /** How dead predecessors on this host are told apart from live processes (tests). */
   readonly processProbe?: ProcessProbe;
+  /**
+   * The keys endpoint secrets are sealed with, instead of those `config.secrets` gives (tests).
+   * Without it and without a configured key, only a SQLite store named by `config.store` gets a
+   * generated `dataDir/secret-key`; any other store keeps secrets plain.
+   */
+  readonly secretBox?: SecretBox;
 }
 
 export class Herald {
@@ -144,6 +173,9 @@ export class Herald {
   readonly #slotCount: number;
   readonly #sender: Sender;
   readonly #signer: SigningPool;
+  readonly #secretBox: SecretBox;
+  /** Where the secret key came from, and what the operator should hear about it at start. */
+  readonly secretKeys: SecretKeys;
   readonly #ticker: Ticker;
   readonly #breakers: BreakerFamily;
   readonly #limiter: InFlightLimiter;
@@ -174,11 +206,16 @@ export class Herald {
         // So does the PostgreSQL work signal when its LISTEN connection drops and comes back.
         onWorkSignalRestart: (restart) => herald?.events.emit('feedRestart', { reason: restart.reason }),
       }));
+    // Before the store opens: a bad key file stops the start with a ConfigError, not half-way.
+    const secretKeys =
+      deps.secretBox === undefined
+        ? resolveSecretKeys(config.secrets, deps.store === undefined && config.store.startsWith('sqlite:') ? config.dataDir : null)
+        : { box: deps.secretBox, origin: SecretKeyOrigin.CONFIG, path: null, warnings: [] };
     const { slotCount } = await store.init({ slotCount: config.engine.slotCount });
     // Only the data `config.store` names is known to live beside a folder; an injected store's is not.
     const folder = deps.store === undefined ? localNodesFolder(config.store, config.dataDir) : undefined;
     const local = folder === undefined ? undefined : { folder, storeKey: storeKeyOf(config.store), probe: deps.processProbe };
-    herald = new Herald(config, store, slotCount, clock, deps.random ?? systemRandom, local);
+    herald = new Herald(config, store, slotCount, clock, deps.random ?? systemRandom, local, secretKeys);
     return herald;
   }
 
@@ -189,8 +226,12 @@ export class Herald {
     clock: Clock,
     random: Random,
     local: { readonly folder: string; readonly storeKey: string; readonly probe: ProcessProbe | undefined } | undefined,
+    secretKeys: SecretKeys,
   ) {
     this.config = config;
+    this.secretKeys = secretKeys;
+    this.#secretBox = secretKeys.box;
+    const signingKeys = new SigningKeys(secretKeys.box);
     // Every call the engine, the lease keeper and the API make goes through the health monitor:
     // readiness follows what the store actually does (writes that wait on a lock or fail), not one
     // probe read. An idle node still heartbeats, so a stuck store shows within a heartbeat.
@@ -279,8 +320,7 @@ export class Herald {
           disableOnGone: config.delivery.disableOnGone,
           emit,
           sign: async (job, endpoint, timestampSec) => {
-            const now = clock.now();
-            const keys = endpoint.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now).map((s) => secretKey(s.secret));
+            const keys = signingKeys.active(endpoint, clock.now());
             const signature = await this.#signer.sign({ keys, id: job.event.id, timestampSec, body: job.event.payload });
             return { ...deliveryHeaders(job.event.id, timestampSec, signature) };
           },
@@ -433,7 +473,7 @@ export class Herald {
       status: 'enabled',
       disabledReason: null,
       failingSince: null,
-      secrets: [{ secret, createdAt: now, expiresAt: null }],
+      secrets: [{ secret: this.#secretBox.seal(secret, id), createdAt: now, expiresAt: null }],
       createdAt: now,
       updatedAt: now,
     };
@@ -471,7 +511,11 @@ export class Herald {
     return this.#patch(id, { status: 'disabled', disabledReason: DisabledReason.OPERATOR });
   }
 
-  /** A new current secret; the previous one keeps signing for `signing.rotationOverlapMs`. */
+  /**
+   * A new current secret; the previous one keeps signing for `signing.rotationOverlapMs`.
+   * @throws NotFoundError; ConflictError when another rotation (or a re-encryption) of this
+   *   endpoint's secrets was written between this one's read and its write (nothing is written).
+   */
   async rotateSecret(id: string): Promise<{ endpoint: EndpointView; secret: string }> {
     const endpoint = await this.#endpoint(id);
     const now = this.#clock.now();
@@ -479,9 +523,35 @@ export class Herald {
     const expiresAt = now + this.config.signing.rotationOverlapMs;
     const previous = endpoint.secrets
       .filter((s) => s.expiresAt === null || s.expiresAt > now)
-      .map((s) => ({ ...s, expiresAt: s.expiresAt === null ? expiresAt : Math.min(s.expiresAt, expiresAt) }));
-    const updated = await this.#patch(id, { secrets: [{ secret, createdAt: now, expiresAt: null }, ...previous] });
+      .map((s) => ({ ...this.#resealed(s, id), expiresAt: s.expiresAt === null ? expiresAt : Math.min(s.expiresAt, expiresAt) }));
+    const sealed = this.#secretBox.seal(secret, id);
+    const updated = await this.#patch(id, {
+      secrets: [{ secret: sealed, createdAt: now, expiresAt: null }, ...previous],
+      expectedSecrets: endpoint.secrets.map((s) => s.secret),
+    });
     return { endpoint: updated, secret };
+  }
+
+  /**
+   * Rewrites every endpoint's secrets that are plain or sealed under a previous key under the
+   * current key (`herald secrets reencrypt`); afterwards the previous keys can be dropped. An
+   * endpoint whose secrets this node cannot open is left as it is and listed in `unreadable`.
+   * `onProgress` hears after each endpoint. A no-op without a key (secrets stay plain).
+   */
+  async reencryptSecrets(onProgress: (done: number, total: number) => void = () => {}): Promise<ReencryptOutcome> {
+    const endpoints = await this.#store.listEndpoints({});
+    const unreadable: Array<{ endpointId: string; error: SecretUnreadableError }> = [];
+    let rewritten = 0;
+    for (const [i, listed] of endpoints.entries()) {
+      try {
+        if (await this.#reencrypt(listed)) rewritten++;
+      } catch (error) {
+        if (!(error instanceof SecretUnreadableError)) throw error;
+        unreadable.push({ endpointId: listed.id, error });
+      }
+      onProgress(i + 1, endpoints.length);
+    }
+    return { checked: endpoints.length, rewritten, unreadable };
   }
 
   // Events
@@ -696,6 +766,42 @@ export class Herald {
 
   get leases(): readonly SlotLease[] {
     return this.#leases.held;
+  }
+
+  /**
+   * One endpoint's secrets under the current key; whether anything was written. Only the secrets
+   * are written, and only while they are still those read: a rotation written meanwhile (on any
+   * node) is read again and re-encrypted in turn, never overwritten. Gone meanwhile: nothing to do.
+   */
+  async #reencrypt(listed: Endpoint): Promise<boolean> {
+    let endpoint: Endpoint | undefined = listed;
+    for (let round = 1; endpoint !== undefined; round++) {
+      if (!endpoint.secrets.some((s) => this.#secretBox.needsSealing(s.secret))) return false;
+      const id = endpoint.id;
+      const secrets = endpoint.secrets.map((s) => ({ ...s, secret: this.#secretBox.seal(this.#secretBox.open(s.secret, id), id) }));
+      try {
+        const updated = await this.#store.updateEndpoint(id, { secrets, expectedSecrets: endpoint.secrets.map((s) => s.secret) }, this.#clock.now());
+        if (updated === undefined) return false;
+        this.#supervisor.endpointChanged(updated, id);
+        return true;
+      } catch (error) {
+        // Each conflict is another write to these secrets that landed first: a few in a row mean a loop, not a race.
+        if (!hasCode(error, ErrorCode.CONFLICT) || round >= REENCRYPT_ROUNDS) throw error;
+      }
+      endpoint = await this.#store.getEndpoint(id);
+    }
+    return false;
+  }
+
+  /** A stored secret under the current key when it can be opened; as it is when not (it is never lost). */
+  #resealed(secret: SigningSecret, endpointId: string): SigningSecret {
+    if (!this.#secretBox.needsSealing(secret.secret)) return secret;
+    try {
+      return { ...secret, secret: this.#secretBox.seal(this.#secretBox.open(secret.secret, endpointId), endpointId) };
+    } catch (error) {
+      if (error instanceof SecretUnreadableError) return secret;
+      throw error;
+    }
   }
 
   async #endpoint(id: string): Promise<Endpoint> {

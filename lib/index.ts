@@ -2,7 +2,9 @@
  * Herald's public entry: everything a producer, a consumer or an embedding
  * application uses. Inside lib/, modules import from their defining files.
  */
-export { Herald, type DeadLetterView, type EndpointView, type HeraldDeps, type StatusSnapshot } from './herald.ts';
+export { Herald, type DeadLetterView, type EndpointView, type HeraldDeps, type ReencryptOutcome, type StatusSnapshot } from './herald.ts';
+export { SecretBox, keyIdOf } from './signing/secret-box.ts';
+export { SecretKeyOrigin, type SecretKeys } from './signing/secret-key-source.ts';
 export { publish } from './producer/sqlite-publish.ts';
 export { publish as publishMongo, type MongoPublishOptions, type MongoOutbox } from './producer/mongo-publish.ts';
 export { publish as publishPg, type PostgresPublishOptions, type SqlRunner } from './producer/postgres-publish.ts';
@@ -26,6 +28,7 @@ export {
   BlockedAddressError,
   ClosedError,
   UnauthorizedError,
+  SecretUnreadableError,
   isHeraldError,
   hasCode,
 } from './errors.ts';

@@ -90,6 +90,10 @@ export type RetrySpec =
 
 /** A `whsec_` signing secret. During a rotation the old one keeps signing until `expiresAt`. */
 export interface SigningSecret {
+  /**
+   * As stored: sealed, `enc:v1:<keyId>:…` (lib/signing/secret-box.ts), or a plain `whsec_…` one
+   * written before encryption existed or without a key. Only the signer opens it.
+   */
   readonly secret: string;
   readonly createdAt: number;
   /** `null` for the current secret; set on the previous one when a rotation starts. */

@@ -36,7 +36,7 @@ export class ApiError extends Error {
   }
 }
 
-export const CONNECTION_HELP = `Connection (every command but start):
+export const CONNECTION_HELP = `Connection (every command but start and secrets):
   --url <url>      the status port  (HERALD_URL, default http://127.0.0.1:8088)
   --token <token>  admin token      (HERALD_ADMIN_TOKEN, else <HERALD_DATA_DIR or ./data>/admin-token)
   --json           print JSON for scripts instead of tables`;

@@ -1,14 +1,24 @@
 /**
  * The `herald` command: `start` runs a node; the ops commands (`endpoints`,
  * `publish`, `deliveries`, `dlq`, `failures`, `tokens`, `status`) talk to a running node's admin
- * API. Each command group lives in its own module.
+ * API; `secrets reencrypt` works on the store. Each command group lives in its own module.
  *
  * Exit codes: 0 done, 1 failed (API error, unreachable, bad configuration),
  * 2 bad usage (unknown command or flag, missing argument).
  */
 import { isHeraldError } from '../errors.ts';
 import { ApiError, CONNECTION_HELP, UsageError, type CliIo } from './cli-io.ts';
-import { DELIVERIES_USAGE, DLQ_USAGE, ENDPOINTS_USAGE, FAILURES_USAGE, PUBLISH_USAGE, START_USAGE, STATUS_USAGE, TOKENS_USAGE } from './usage.ts';
+import {
+  DELIVERIES_USAGE,
+  DLQ_USAGE,
+  ENDPOINTS_USAGE,
+  FAILURES_USAGE,
+  PUBLISH_USAGE,
+  SECRETS_USAGE,
+  START_USAGE,
+  STATUS_USAGE,
+  TOKENS_USAGE,
+} from './usage.ts';
 
 type Command = (args: readonly string[], io: CliIo) => Promise<number>;
 
@@ -22,6 +32,7 @@ const COMMANDS: Readonly<Record<string, { load: () => Promise<Command>; usage: s
   failures: { load: async () => (await import('./failures-command.ts')).runFailures, usage: FAILURES_USAGE },
   tokens: { load: async () => (await import('./tokens-command.ts')).runTokens, usage: TOKENS_USAGE },
   status: { load: async () => (await import('./status-command.ts')).runStatus, usage: STATUS_USAGE },
+  secrets: { load: async () => (await import('./secrets-command.ts')).runSecrets, usage: SECRETS_USAGE },
 };
 
 const USAGE = `${START_USAGE}
@@ -35,6 +46,9 @@ Operations (against a running node's admin API; \`herald <command> --help\` for 
   herald failures [--endpoint <id>] [--tenant <id>] | failures replay --endpoint <id> --kind <kind>
   herald tokens create|list|revoke --tenant <id>
   herald status
+
+Maintenance (on the store directly, with the configuration of \`herald start\`):
+  herald secrets reencrypt   endpoint secrets under the current secret key
 
 ${CONNECTION_HELP}`;
 

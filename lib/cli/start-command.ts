@@ -12,6 +12,7 @@ import { configFromEnv, readConfigFile, resolveConfig, type ConfigOverrides, typ
 import { ConfigError } from '../errors.ts';
 import { Herald } from '../herald.ts';
 import { createLogger, logEngineEvents, logOperatorWebhook } from '../logging.ts';
+import { SecretKeyOrigin } from '../signing/secret-key-source.ts';
 import { resolveAdminToken } from '../status/admin-token.ts';
 import { HeraldMetrics } from '../status/metrics.ts';
 import { OperatorWebhook } from '../status/operator-webhook.ts';
@@ -75,6 +76,7 @@ export async function runStart(args: readonly string[], io: CliIo): Promise<numb
     release();
   }
   logEngineEvents(herald, logger);
+  for (const warning of herald.secretKeys.warnings) logger.warn(warning);
   const metrics = new HeraldMetrics(herald);
   const { operator } = config;
   const webhook =
@@ -110,12 +112,19 @@ export async function runStart(args: readonly string[], io: CliIo): Promise<numb
   }
   await herald.start();
 
+  const keys = herald.secretKeys;
+  const keyLine =
+    keys.origin === SecretKeyOrigin.NONE
+      ? 'Secret key: none, endpoint secrets are stored plain (set HERALD_SECRET_KEY)'
+      : `Secret key: ${keys.box.currentKeyId} from ${keys.origin === SecretKeyOrigin.CONFIG ? 'HERALD_SECRET_KEY / config' : keys.path}` +
+        (keys.origin === SecretKeyOrigin.GENERATED ? '  (generated now: back it up with the database)' : '');
   const tokenLine =
     admin.source === 'config' ? 'Admin token: from HERALD_ADMIN_TOKEN / config' : `Admin token: ${admin.token}  (kept in ${admin.path})`;
   io.stdout.write(
     [
       `Herald ${herald.nodeId} listening on ${url}  (store ${redactUri(config.store)})`,
       tokenLine,
+      keyLine,
       `Dashboard: ${url}/   Metrics: ${url}/metrics`,
       `Try: curl -H "Authorization: Bearer <token>" ${url}/v1/status`,
       '',

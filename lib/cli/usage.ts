@@ -15,6 +15,13 @@ Options:
   --log-level <level>      fatal|error|warn|info|debug|trace|silent (HERALD_LOG_LEVEL)
   -h, --help               this text`;
 
+export const SECRETS_USAGE = `Usage: herald secrets reencrypt [--config <file>] [--store <setting>] [--data-dir <dir>]
+
+  Rewrites every endpoint secret that is plain or sealed under a previous key under the current key
+  (HERALD_SECRET_KEY, HERALD_SECRET_KEY_FILE, or dataDir/secret-key), opening the old ones with
+  HERALD_SECRET_KEYS_PREVIOUS. Works on the store directly, nodes may be running. Afterwards the
+  previous keys can be dropped. Exits 1 when an endpoint's secrets cannot be opened (listed with their key id).`;
+
 export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|list|show|enable|disable|rotate-secret> [options]
 
   herald endpoints add <endpoint url> --tenant <id> [--event-types a.b,c.*] [--retry default|aggressive|relaxed|PT10S,PT1M|<JSON>]

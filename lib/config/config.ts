@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../errors.ts';
 import { RETRY_PRESETS } from '../policy/retry-schedule.ts';
+import { decodeSecretKey, SECRET_KEY_RULE } from '../signing/secret-key-text.ts';
 import { isPostgresSetting, redactUri, STORE_RULE } from '../store/store-setting.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -79,6 +80,19 @@ export interface HeraldConfig {
   readonly signing: {
     readonly rotationOverlapMs: number;
     readonly threads: number;
+  };
+  /**
+   * The key endpoint secrets are sealed with at rest (AES-256-GCM, lib/signing/secret-box.ts).
+   * With neither `key` nor `keyFile`, a SQLite store's Herald generates `dataDir/secret-key`;
+   * a PostgreSQL or MongoDB store's keeps secrets plain (every node needs the same key).
+   */
+  readonly secrets: {
+    /** 32 bytes, base64 or hex; `HERALD_SECRET_KEY`. @default null */
+    readonly key: string | null;
+    /** A file holding the key (base64 or hex); `HERALD_SECRET_KEY_FILE`. Not with `key`. @default null */
+    readonly keyFile: string | null;
+    /** Keys that still open secrets sealed before a key rotation; `HERALD_SECRET_KEYS_PREVIOUS`, comma-separated. @default [] */
+    readonly previousKeys: readonly string[];
   };
   readonly engine: {
     /** The SQLite store on a thread of its own, committing writes in groups (system clock only). */
@@ -219,6 +233,11 @@ export function configFromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
   if (env.HERALD_OPERATOR_WEBHOOK_URL) operator.webhookUrl = env.HERALD_OPERATOR_WEBHOOK_URL;
   if (env.HERALD_OPERATOR_SECRET) operator.secret = env.HERALD_OPERATOR_SECRET;
   if (Object.keys(operator).length > 0) out.operator = operator;
+  const secrets: { key?: string; keyFile?: string; previousKeys?: string[] } = {};
+  if (env.HERALD_SECRET_KEY) secrets.key = env.HERALD_SECRET_KEY;
+  if (env.HERALD_SECRET_KEY_FILE) secrets.keyFile = env.HERALD_SECRET_KEY_FILE;
+  if (env.HERALD_SECRET_KEYS_PREVIOUS !== undefined) secrets.previousKeys = listFrom(env.HERALD_SECRET_KEYS_PREVIOUS);
+  if (Object.keys(secrets).length > 0) out.secrets = secrets;
   return out;
 }
 
@@ -257,6 +276,7 @@ export function validateConfig(raw: unknown): HeraldConfig {
     throw new ConfigError('logFormat', raw.logFormat, `must be one of ${LOG_FORMATS.join(', ')}`);
   }
   validateOperator(raw.operator as Record<string, unknown>);
+  validateSecrets(raw.secrets as Record<string, unknown>);
   const delivery = raw.delivery as Record<string, unknown>;
   if (typeof delivery.retry !== 'string' || !Object.hasOwn(RETRY_PRESETS, delivery.retry)) {
     throw new ConfigError('delivery.retry', delivery.retry, `must be one of ${Object.keys(RETRY_PRESETS).join(', ')}`);
@@ -305,6 +325,28 @@ function validateOperator(operator: Record<string, unknown>): void {
   }
   if (webhookUrl !== null && secret === null) {
     throw new ConfigError('operator.secret', null, 'must be set when operator.webhookUrl is (the operator webhook is signed)');
+  }
+}
+
+/** Keys are checked here, never shown: a ConfigError prints `(hidden)` in place of the value. */
+function validateSecrets(secrets: Record<string, unknown>): void {
+  const { key, keyFile, previousKeys } = secrets;
+  if (key !== null && (typeof key !== 'string' || decodeSecretKey(key) === undefined)) {
+    throw new ConfigError('secrets.key', '(hidden)', `must be null or ${SECRET_KEY_RULE} (HERALD_SECRET_KEY)`);
+  }
+  if (keyFile !== null && (typeof keyFile !== 'string' || keyFile === '')) {
+    throw new ConfigError('secrets.keyFile', keyFile, 'must be null or the path of a file holding the key (HERALD_SECRET_KEY_FILE)');
+  }
+  if (key !== null && keyFile !== null) {
+    throw new ConfigError('secrets.keyFile', keyFile, 'must be null when secrets.key is set: give the key one way');
+  }
+  if (!Array.isArray(previousKeys)) {
+    throw new ConfigError('secrets.previousKeys', '(hidden)', `must be a list of keys, each ${SECRET_KEY_RULE} (HERALD_SECRET_KEYS_PREVIOUS, comma-separated)`);
+  }
+  for (const [i, previous] of previousKeys.entries()) {
+    if (typeof previous !== 'string' || decodeSecretKey(previous) === undefined) {
+      throw new ConfigError(`secrets.previousKeys[${i}]`, '(hidden)', `must be ${SECRET_KEY_RULE} (HERALD_SECRET_KEYS_PREVIOUS, comma-separated)`);
+    }
   }
 }
 

@@ -3,13 +3,18 @@
  * fields the patch gives replace the current ones (undefined ones are left
  * alone), the id and tenant never change, a `rateLimit` of `null` lifts
  * the limit (the endpoint then has none, as one created without), and an
- * `adaptiveConcurrency` of `null` makes the concurrency fixed.
+ * `adaptiveConcurrency` of `null` makes the concurrency fixed. A patch
+ * with `expectedSecrets` applies only while the stored secrets are those.
  */
+import { ConflictError } from '../errors.ts';
 import type { Endpoint } from '../model.ts';
 import type { EndpointPatch } from './port.ts';
 
+/** @throws ConflictError when `patch.expectedSecrets` no longer match the stored secrets (nothing is to be written). */
 export function patchedEndpoint(current: Endpoint, patch: EndpointPatch, now: number): Endpoint {
-  const changes = Object.fromEntries(Object.entries(patch).filter(([, value]) => value !== undefined));
+  const { expectedSecrets, ...fields } = patch;
+  if (expectedSecrets !== undefined && !sameSecrets(current, expectedSecrets)) throw secretsChanged(current.id);
+  const changes = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
   const {
     rateLimit,
     adaptiveConcurrency,
@@ -26,4 +31,12 @@ export function patchedEndpoint(current: Endpoint, patch: EndpointPatch, now: nu
     ...(rateLimit == null ? {} : { rateLimit }),
     ...(adaptiveConcurrency == null ? {} : { adaptiveConcurrency }),
   };
+}
+
+export function sameSecrets(endpoint: Endpoint, expected: readonly string[]): boolean {
+  return endpoint.secrets.length === expected.length && endpoint.secrets.every((s, i) => s.secret === expected[i]);
+}
+
+export function secretsChanged(endpointId: string): ConflictError {
+  return new ConflictError(`endpointId: the secrets of '${endpointId}' changed meanwhile (another rotation or re-encryption); read it again and retry`);
 }

@@ -148,6 +148,13 @@ export interface EndpointPatch {
   readonly disabledReason?: string | null;
   readonly failingSince?: number | null;
   readonly secrets?: Endpoint['secrets'];
+  /**
+   * A precondition, not a change: the stored secrets' texts, in order, as the caller read them.
+   * When they differ now (another rotation or re-encryption wrote first), nothing is written and
+   * the update throws `ConflictError` (`HERALD_CONFLICT`), so a read-modify-write of the secrets
+   * never drops one written meanwhile.
+   */
+  readonly expectedSecrets?: readonly string[];
 }
 
 export interface DeliveryFilter {

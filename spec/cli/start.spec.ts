@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,6 +46,10 @@ describe('herald (CLI)', () => {
         expect(token, proc.stdout).to.be.a('string').with.length.of.at.least(16);
         expect(tokenLine).to.include(join(dir, 'admin-token'));
         expect(readFileSync(join(dir, 'admin-token'), 'utf8').trim()).to.equal(token);
+        // A SQLite store without a configured secret key: one is generated beside the data.
+        expect(proc.stdout).to.match(/^Secret key: [0-9a-f]{8} from /m);
+        expect(proc.stdout).to.include(`from ${join(dir, 'secret-key')}  (generated now: back it up with the database)`);
+        expect(statSync(join(dir, 'secret-key')).mode & 0o777).to.equal(0o600);
 
         expect((await get(`${url}/healthz`)).status).to.equal(200);
         expect((await get(`${url}/v1/status`)).status).to.equal(401);

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -257,6 +258,42 @@ describe('Configuration', () => {
       it('throws a ConfigError', () => {
         configError(() => validateConfig([]));
       });
+    });
+
+    describe('secrets', () => {
+      const key = randomBytes(32);
+
+      it('maps HERALD_SECRET_KEY, HERALD_SECRET_KEY_FILE and the comma-separated HERALD_SECRET_KEYS_PREVIOUS', () => {
+        const [a, b] = [randomBytes(32).toString('base64'), randomBytes(32).toString('hex')];
+        expect(configFromEnv({ HERALD_SECRET_KEY: key.toString('base64'), HERALD_SECRET_KEYS_PREVIOUS: `${a}, ${b},` })).to.deep.equal({
+          secrets: { key: key.toString('base64'), previousKeys: [a, b] },
+        });
+        expect(configFromEnv({ HERALD_SECRET_KEY_FILE: '/etc/herald/key' })).to.deep.equal({ secrets: { keyFile: '/etc/herald/key' } });
+      });
+
+      it('accepts a key as base64 or hex and defaults to none', () => {
+        expect(resolveConfig({}).secrets).to.deep.equal({ key: null, keyFile: null, previousKeys: [] });
+        expect(resolveConfig({ secrets: { key: key.toString('hex'), previousKeys: [randomBytes(32).toString('base64')] } }).secrets.key).to.equal(key.toString('hex'));
+      });
+
+      const bad: ReadonlyArray<{ name: string; secrets: Record<string, unknown>; key: string; rule: RegExp }> = [
+        { name: 'a key of 16 bytes', secrets: { key: randomBytes(16).toString('base64') }, key: 'secrets.key', rule: /32 bytes as base64.*or hex.*HERALD_SECRET_KEY/ },
+        { name: 'a key in base64url', secrets: { key: Buffer.alloc(32, 0xff).toString('base64url') }, key: 'secrets.key', rule: /32 bytes/ },
+        { name: 'a key and a key file', secrets: { key: key.toString('base64'), keyFile: '/k' }, key: 'secrets.keyFile', rule: /one way/ },
+        { name: 'an empty key file path', secrets: { keyFile: '' }, key: 'secrets.keyFile', rule: /path of a file/ },
+        { name: 'a previous key that is no key', secrets: { key: key.toString('base64'), previousKeys: [key.toString('base64'), 'nope'] }, key: 'secrets.previousKeys[1]', rule: /32 bytes/ },
+        { name: 'previous keys not a list', secrets: { previousKeys: 'abc' }, key: 'secrets.previousKeys', rule: /list of keys/ },
+      ];
+      for (const v of bad) {
+        it(`refuses ${v.name} with a ConfigError naming ${v.key}, never showing a key`, () => {
+          const error = configError(() => resolveConfig({ secrets: v.secrets as ConfigOverrides['secrets'] }));
+          expect(error.key).to.equal(v.key);
+          expect(error.message).to.match(v.rule);
+          for (const text of [v.secrets.key, ...((v.secrets.previousKeys as unknown[] | undefined) ?? [])]) {
+            if (typeof text === 'string' && text.length > 4) expect(error.message).to.not.include(text);
+          }
+        });
+      }
     });
   });
 

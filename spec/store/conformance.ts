@@ -243,6 +243,21 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           }
         });
 
+        it('writes a patch with expectedSecrets only while the stored secrets are those (HERALD_CONFLICT otherwise, nothing written)', async () => {
+          const created = await addEndpoint('ep_1');
+          const read = created.secrets.map((s) => s.secret);
+          const rotated = [{ secret: 'whsec_bmV3', createdAt: clock.now(), expiresAt: null }];
+          const first = await store.updateEndpoint('ep_1', { secrets: rotated, expectedSecrets: read }, clock.now());
+          expect(first).to.deep.equal({ ...created, secrets: rotated });
+          const stale = await rejection(
+            store.updateEndpoint('ep_1', { secrets: [{ secret: 'whsec_c3RhbGU=', createdAt: 0, expiresAt: null }], url: 'https://moved.example/', expectedSecrets: read }, clock.now()),
+          );
+          expect(stale.code).to.equal(ErrorCode.CONFLICT);
+          expect(stale.message).to.include('ep_1');
+          expect(await store.getEndpoint('ep_1')).to.deep.equal(first);
+          expect(await store.updateEndpoint('ep_missing', { secrets: rotated, expectedSecrets: [] }, clock.now())).to.equal(undefined);
+        });
+
         it('refuses a second endpoint with the same id (HERALD_CONFLICT)', async () => {
           await addEndpoint('ep_1');
           const error = await rejection(store.createEndpoint(makeEndpoint('ep_1', 'acme', clock.now())));

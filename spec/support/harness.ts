@@ -25,9 +25,12 @@ export interface TestHerald {
   close(): Promise<void>;
 }
 
-/** A started Herald on a fresh data folder; loopback allowed unless `config.allowNetworks` says otherwise. */
-export async function startHerald(overrides: ConfigOverrides = {}, options: { start?: boolean } = {}): Promise<TestHerald> {
-  const dir = mkdtempSync(join(tmpdir(), 'herald-spec-'));
+/**
+ * A started Herald on a fresh data folder; loopback allowed unless `config.allowNetworks` says otherwise.
+ * `options.dir`: an existing folder instead (a restart on the same data); `close()` then leaves it.
+ */
+export async function startHerald(overrides: ConfigOverrides = {}, options: { start?: boolean; dir?: string } = {}): Promise<TestHerald> {
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'herald-spec-'));
   const dbPath = join(dir, 'herald.db');
   // Start at the real time: consumers (standardwebhooks) check the signed timestamp against it.
   const clock = new ManualClock(Date.now());
@@ -54,7 +57,7 @@ export async function startHerald(overrides: ConfigOverrides = {}, options: { st
     attempts,
     async close() {
       await herald.close();
-      rmSync(dir, { recursive: true, force: true });
+      if (options.dir === undefined) rmSync(dir, { recursive: true, force: true });
     },
   };
 }

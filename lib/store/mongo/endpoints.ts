@@ -4,6 +4,7 @@
  */
 import { ConflictError } from '../../errors.ts';
 import type { Endpoint } from '../../model.ts';
+import { secretsChanged } from '../endpoint-patch.ts';
 import type { EndpointPatch } from '../port.ts';
 import type { StoreDb } from './collections.ts';
 import { endpointFromDoc, endpointToDoc } from './documents.ts';
@@ -38,7 +39,13 @@ export async function listEndpoints({ endpoints }: StoreDb, filter?: { readonly 
 }
 
 export async function updateEndpoint({ endpoints }: StoreDb, id: string, patch: EndpointPatch, now: number): Promise<Endpoint | undefined> {
-  const doc = await endpoints.findOneAndUpdate({ _id: id }, endpointPatchUpdate(patch, now), { returnDocument: 'after' });
+  const { expectedSecrets } = patch;
+  // The precondition in the filter, so it is checked and the write made in one atomic step.
+  const filter = expectedSecrets === undefined ? { _id: id } : { _id: id, $expr: { $eq: ['$secrets.secret', [...expectedSecrets]] } };
+  const doc = await endpoints.findOneAndUpdate(filter, endpointPatchUpdate(patch, now), { returnDocument: 'after' });
+  if (doc === null && expectedSecrets !== undefined && (await endpoints.countDocuments({ _id: id }, { limit: 1 })) > 0) {
+    throw secretsChanged(id);
+  }
   return doc === null ? undefined : endpointFromDoc(doc);
 }
 
