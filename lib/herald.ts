@@ -32,6 +32,7 @@ import type { EngineEvents } from './engine/engine-events.ts';
 import { InFlightLimiter } from './engine/in-flight-limiter.ts';
 import { Supervisor } from './engine/supervisor.ts';
 import { Ticker } from './engine/ticker.ts';
+import { TickerWakeTimers } from './engine/wake-timers.ts';
 import { ConflictError, NotFoundError, ValidationError } from './errors.ts';
 import { newId } from './ids.ts';
 import { DisabledReason, type Attempt, type DeadLetter, type Delivery, type Endpoint, type OutboxEvent, type RateLimit } from './model.ts';
@@ -246,16 +247,7 @@ export class Herald {
         emit,
         breakers: this.#breakers,
         owner: this.nodeId,
-        createTimers: (onDue) => {
-          const wheel = this.#ticker.createWheel<null>(() => onDue());
-          return {
-            schedule: (at: number) => void wheel.schedule(at, null),
-            get size() {
-              return wheel.size;
-            },
-            close: () => wheel.close(),
-          };
-        },
+        createTimers: (onDue) => new TickerWakeTimers(this.#ticker, onDue),
         actor: {
           clock,
           random,
