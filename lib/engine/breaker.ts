@@ -50,6 +50,11 @@ export interface BreakerOptions {
 /** What the actor may do with its next delivery. */
 export type BreakerPermit = 'send' | 'probe' | 'wait';
 
+/** Told when a breaker changes state: its actor. */
+export interface BreakerListener {
+  onBreakerChange(state: BreakerState): void;
+}
+
 /** An opossum circuit around one attempt's send. */
 export type Circuit = CircuitBreaker<[() => Promise<Outcome>], Outcome>;
 
@@ -111,8 +116,8 @@ export class BreakerFamily implements BreakerContext {
   }
 
   /** A closed breaker; its circuit is made at its first failure. */
-  create(onChange: (state: BreakerState) => void): EndpointBreaker {
-    return new EndpointBreaker(this, onChange);
+  create(listener: BreakerListener): EndpointBreaker {
+    return new EndpointBreaker(this, listener);
   }
 
   createCircuit(): Circuit {
@@ -137,7 +142,7 @@ export class BreakerFamily implements BreakerContext {
 
 export class EndpointBreaker {
   readonly #context: BreakerContext;
-  readonly #onChange: (state: BreakerState) => void;
+  readonly #listener: BreakerListener;
   #state: BreakerState = BreakerState.CLOSED;
   #probeAt = 0;
   /** Made at the first failure; until then the breaker is closed and counts fires below. */
@@ -150,9 +155,9 @@ export class EndpointBreaker {
   #fires: number[] | undefined;
   #firesAt = 0;
 
-  constructor(context: BreakerContext, onChange: (state: BreakerState) => void) {
+  constructor(context: BreakerContext, listener: BreakerListener) {
     this.#context = context;
-    this.#onChange = onChange;
+    this.#listener = listener;
   }
 
   get state(): BreakerState {
@@ -174,7 +179,7 @@ export class EndpointBreaker {
     if (this.#state === BreakerState.CLOSED) return 'send';
     if (this.#state === BreakerState.OPEN && now >= this.#probeAt) {
       this.#state = BreakerState.HALF_OPEN;
-      this.#onChange(this.#state);
+      this.#listener.onBreakerChange(this.#state);
       return 'probe';
     }
     return 'wait';
@@ -268,13 +273,13 @@ export class EndpointBreaker {
   #open(): void {
     this.#probeAt = this.#context.clock.now() + this.#context.cooldownMs;
     this.#state = BreakerState.OPEN;
-    this.#onChange(this.#state);
+    this.#listener.onBreakerChange(this.#state);
   }
 
   #close(): void {
     this.#state = BreakerState.CLOSED;
     this.#circuit?.close();
-    this.#onChange(this.#state);
+    this.#listener.onBreakerChange(this.#state);
   }
 }
 

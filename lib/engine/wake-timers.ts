@@ -4,23 +4,23 @@
  * the first attempt never schedules one, and a wheel with its closures costs
  * about 2 KB, so most actors never pay for it.
  *
- *   no wheel ──schedule()──► wheel (each entry calls onDue at its time)
+ *   no wheel ──schedule()──► wheel (each entry calls the listener's onWake at its time)
  *   no wheel | wheel ──close()──► closed: entries dropped, schedule() throws ClosedError
  */
 import { ClosedError } from '../errors.ts';
-import type { WakeTimers } from './actor.ts';
+import type { WakeListener, WakeTimers } from './actor.ts';
 import type { Ticker } from './ticker.ts';
 import type { TimerWheel } from './timer-wheel.ts';
 
 export class TickerWakeTimers implements WakeTimers {
   readonly #ticker: Ticker;
-  readonly #onDue: () => void;
+  readonly #listener: WakeListener;
   #wheel: TimerWheel<null> | undefined;
   #closed = false;
 
-  constructor(ticker: Ticker, onDue: () => void) {
+  constructor(ticker: Ticker, listener: WakeListener) {
     this.#ticker = ticker;
-    this.#onDue = onDue;
+    this.#listener = listener;
   }
 
   /** Wake-ups scheduled and not yet due. */
@@ -34,12 +34,12 @@ export class TickerWakeTimers implements WakeTimers {
   }
 
   /**
-   * Calls `onDue` at `at` (within a tick after).
+   * Calls the listener's `onWake()` at `at` (within a tick after).
    * @throws ClosedError (`HERALD_CLOSED`) after `close()`.
    */
   schedule(at: number): void {
     if (this.#closed) throw new ClosedError('timer wheel');
-    this.#wheel ??= this.#ticker.createWheel<null>(this.#onDue);
+    this.#wheel ??= this.#ticker.createWheel<null>(() => this.#listener.onWake());
     this.#wheel.schedule(at, null);
   }
 

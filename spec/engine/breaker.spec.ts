@@ -12,7 +12,7 @@ function setup(options: Partial<BreakerOptions> = {}) {
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
   const family = new BreakerFamily(clock, { errorThresholdPercentage: 50, volumeThreshold: 10, windowMs: WINDOW_MS, cooldownMs: 30_000, ...options });
   const changes: BreakerState[] = [];
-  const breaker = family.create((state) => changes.push(state));
+  const breaker = family.create({ onBreakerChange: (state) => changes.push(state) });
   return { clock, family, breaker, changes };
 }
 

@@ -8,7 +8,7 @@ function setup() {
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
   const ticker = new Ticker({ clock, tickMs: 100 });
   let woken = 0;
-  const timers = new TickerWakeTimers(ticker, () => woken++);
+  const timers = new TickerWakeTimers(ticker, { onWake: () => woken++ });
   return { clock, ticker, timers, woken: () => woken };
 }
 
