@@ -21,6 +21,11 @@
  * A retry is settled as pending at its next attempt time and a wake-up is put
  * on the actor's timer wheel, so the supervisor claims it again on time. The
  * actor depends on narrow functions, never on the supervisor.
+ *
+ * Thousands of actors live at once, so an actor holds only its own state: the
+ * node-wide dependencies are one object shared by all, and its breaker's
+ * circuit and its timer wheel are made when first needed (the first failure,
+ * the first wake-up), so a healthy endpoint's actor is about 1 KB.
  */
 import PQueue from 'p-queue';
 import type { Clock, Random } from '../clock.ts';
