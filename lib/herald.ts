@@ -32,6 +32,7 @@ import type { EngineEvents } from './engine/engine-events.ts';
 import { InFlightLimiter } from './engine/in-flight-limiter.ts';
 import { Supervisor } from './engine/supervisor.ts';
 import { Ticker } from './engine/ticker.ts';
+import { TickerWakeTimers } from './engine/wake-timers.ts';
 import { ConflictError, ErrorCode, hasCode, NotFoundError, SecretUnreadableError, ValidationError } from './errors.ts';
 import { deliveryIdFor, newId } from './ids.ts';
 import {
@@ -300,22 +301,13 @@ export class Herald {
         store,
         clock,
         emit,
-        breakers: this.#breakers,
         owner: this.nodeId,
-        createTimers: (onDue) => {
-          const wheel = this.#ticker.createWheel<null>(() => onDue());
-          return {
-            schedule: (at: number) => void wheel.schedule(at, null),
-            get size() {
-              return wheel.size;
-            },
-            close: () => wheel.close(),
-          };
-        },
         actor: {
           clock,
           random,
           limiter: this.#limiter,
+          breakers: this.#breakers,
+          createTimers: (listener) => new TickerWakeTimers(this.#ticker, listener),
           health: config.health,
           disableOnGone: config.delivery.disableOnGone,
           emit,

@@ -25,6 +25,11 @@
  * A retry is settled as pending at its next attempt time and a wake-up is put
  * on the actor's timer wheel, so the supervisor claims it again on time. The
  * actor depends on narrow functions, never on the supervisor.
+ *
+ * Thousands of actors live at once, so an actor holds only its own state: the
+ * node-wide dependencies are one object shared by all, and its breaker's
+ * circuit and its timer wheel are made when first needed (the first failure,
+ * the first wake-up), so a healthy endpoint's actor is about 1 KB.
  */
 import PQueue from 'p-queue';
 import type { Clock, Random } from '../clock.ts';
@@ -35,7 +40,7 @@ import { decideNextStep } from '../policy/next-step.ts';
 import { retryPolicyOf } from '../policy/retry-policy.ts';
 import type { AttemptRecord, Settlement } from '../store/port.ts';
 import { adaptiveLimitFor, type AdaptiveLimit } from './adaptive-limit.ts';
-import { BreakerState, type EndpointBreaker } from './breaker.ts';
+import { BreakerState, type BreakerListener, type EndpointBreaker } from './breaker.ts';
 import { EndpointHealth, type HealthOptions } from './endpoint-health.ts';
 import { OperationalEventType, type EmitEngineEvent } from './engine-events.ts';
 import type { InFlightLimiter } from './in-flight-limiter.ts';
@@ -53,12 +58,22 @@ export interface WakeTimers {
   close(): void;
 }
 
+/** What an actor's wake-up timers call when one comes due. */
+export interface WakeListener {
+  onWake(): void;
+}
+
+/**
+ * What every actor of a node uses: one object shared by all of them, so an actor costs its own
+ * state only. Each actor makes its breaker and timers from it, handing itself as their listener.
+ */
 export interface ActorDeps {
   readonly clock: Clock;
   readonly random: Random;
   readonly limiter: InFlightLimiter;
-  readonly breaker: EndpointBreaker;
-  readonly timers: WakeTimers;
+  readonly breakers: { create(listener: BreakerListener): EndpointBreaker };
+  /** The actor's wake-up timers on the node-wide ticker. */
+  createTimers(listener: WakeListener): WakeTimers;
   readonly health: HealthOptions;
   /** A 410 Gone disables the endpoint at once (`delivery.disableOnGone`); otherwise it only dead-letters the delivery. */
   readonly disableOnGone: boolean;
@@ -66,8 +81,10 @@ export interface ActorDeps {
   /** The request headers for this job: the `webhook-*` ones, signed with the endpoint's active secrets, and `idempotency-key`. */
   sign(job: DeliveryJob, endpoint: Endpoint, timestampSec: number): Promise<Record<string, string>>;
   send(request: { url: string; headers: Record<string, string>; body: string; timeoutMs: number }): Promise<SendResult>;
-  /** Writes the settlement; false when it was fenced (the lease moved on). */
-  settle(settlement: Settlement): Promise<boolean>;
+  /** Writes the settlement of one of `actor`'s deliveries; false when it was fenced (the lease moved on). */
+  settle(settlement: Settlement, actor: { readonly queued: number }): Promise<boolean>;
+  /** A wake-up came due: there is work to claim. */
+  wake(): void;
   /** Every attempt of a delivery, in order, across rounds: read only for a retry policy with a window. */
   listAttempts(deliveryId: string): Promise<readonly Attempt[]>;
   /** Disables the endpoint, recording `disabledReason` (`failing: …`, `gone: …`). */
@@ -86,9 +103,11 @@ const MAILBOX_DEPTH_PER_SLOT = 2;
  */
 export const RATE_HORIZON_MS = 1_000;
 
-export class EndpointActor {
+export class EndpointActor implements BreakerListener, WakeListener {
   #endpoint: Endpoint;
   readonly #deps: ActorDeps;
+  readonly #breaker: EndpointBreaker;
+  readonly #timers: WakeTimers;
   readonly #mailbox: PQueue;
   #health: EndpointHealth;
   readonly #held: DeliveryJob[] = [];
@@ -104,6 +123,8 @@ export class EndpointActor {
   constructor(endpoint: Endpoint, deps: ActorDeps) {
     this.#endpoint = endpoint;
     this.#deps = deps;
+    this.#breaker = deps.breakers.create(this);
+    this.#timers = deps.createTimers(this);
     this.#adaptive = adaptiveLimitFor(endpoint, undefined);
     this.#mailbox = new PQueue({ concurrency: this.#adaptive?.limit ?? endpoint.concurrency });
     this.#health = new EndpointHealth(deps.health, endpoint.failingSince);
@@ -116,7 +137,7 @@ export class EndpointActor {
   }
 
   get breakerState(): BreakerState {
-    return this.#deps.breaker.state;
+    return this.#breaker.state;
   }
 
   get pausedUntil(): number | null {
@@ -150,7 +171,7 @@ export class EndpointActor {
   /** How many more deliveries the supervisor should claim for this endpoint now. */
   capacity(now: number): number {
     if (this.#closing || this.#endpoint.status !== 'enabled' || now < this.#pausedUntil) return 0;
-    const breaker = this.#deps.breaker;
+    const breaker = this.#breaker;
     if (breaker.state === BreakerState.HALF_OPEN) return 0;
     if (breaker.state === BreakerState.OPEN) return now >= breaker.probeAt && this.queued + this.running === 0 ? 1 : 0;
     const room = this.#mailbox.concurrency * MAILBOX_DEPTH_PER_SLOT - this.queued - this.running;
@@ -163,8 +184,8 @@ export class EndpointActor {
   isIdle(now: number, idleMs: number): boolean {
     return (
       this.queued + this.running === 0 &&
-      this.#deps.timers.size === 0 &&
-      this.#deps.breaker.state === BreakerState.CLOSED &&
+      this.#timers.size === 0 &&
+      this.#breaker.state === BreakerState.CLOSED &&
       now >= this.#pausedUntil &&
       now - this.#lastActiveAt >= idleMs
     );
@@ -194,13 +215,19 @@ export class EndpointActor {
     });
   }
 
-  /** Called by the breaker family when our breaker changes state. */
+  /** A wake-up came due: this counts as activity (the delivery it announces may take a moment to claim). */
+  onWake(): void {
+    this.touch();
+    this.#deps.wake();
+  }
+
+  /** Called by our breaker when it changes state. */
   onBreakerChange(state: BreakerState): void {
-    const probeAt = state === BreakerState.OPEN ? this.#deps.breaker.probeAt : null;
+    const probeAt = state === BreakerState.OPEN ? this.#breaker.probeAt : null;
     this.#deps.emit('breaker', { endpointId: this.#endpoint.id, state, probeAt });
     if (state === BreakerState.OPEN) {
-      this.#deps.timers.schedule(this.#deps.breaker.probeAt);
-      for (const job of this.#held.splice(0)) void this.#release(job, this.#deps.breaker.probeAt, 'breaker open');
+      this.#timers.schedule(this.#breaker.probeAt);
+      for (const job of this.#held.splice(0)) void this.#release(job, this.#breaker.probeAt, 'breaker open');
     } else if (state === BreakerState.CLOSED) {
       for (const job of this.#held.splice(0)) this.enqueue(job);
     }
@@ -213,8 +240,8 @@ export class EndpointActor {
     this.#rate?.open();
     for (const job of this.#held.splice(0)) await this.#release(job, this.#deps.clock.now(), 'shutdown');
     await this.#mailbox.onIdle();
-    this.#deps.timers.close();
-    this.#deps.breaker.shutdown();
+    this.#timers.close();
+    this.#breaker.shutdown();
   }
 
   async #run(job: DeliveryJob): Promise<void> {
@@ -227,13 +254,13 @@ export class EndpointActor {
     if (this.#closing) return this.#release(job, now, 'shutdown');
     if (this.#endpoint.status !== 'enabled') return this.#release(job, now, 'endpoint disabled');
     if (now < this.#pausedUntil) return this.#release(job, this.#pausedUntil, 'paused by 429');
-    const permit = this.#deps.breaker.permit(now);
+    const permit = this.#breaker.permit(now);
     if (permit === 'wait') {
-      if (this.#deps.breaker.state === BreakerState.HALF_OPEN) {
+      if (this.#breaker.state === BreakerState.HALF_OPEN) {
         this.#held.push(job);
         return undefined;
       }
-      return this.#release(job, this.#deps.breaker.probeAt, 'breaker open');
+      return this.#release(job, this.#breaker.probeAt, 'breaker open');
     }
 
     const endpoint = this.#endpoint;
@@ -254,8 +281,8 @@ export class EndpointActor {
         sent = await this.#deps.send({ url: endpoint.url, headers, body: job.event.payload, timeoutMs: endpoint.timeoutMs });
         return sent.outcome;
       };
-      const outcome = await this.#deps.breaker.run(permit, send);
-      if (outcome === undefined || sent === undefined) return this.#release(job, this.#deps.breaker.probeAt, 'breaker open');
+      const outcome = await this.#breaker.run(permit, send);
+      if (outcome === undefined || sent === undefined) return this.#release(job, this.#breaker.probeAt, 'breaker open');
     } finally {
       releasePermit();
     }
@@ -270,7 +297,7 @@ export class EndpointActor {
   /** Whether the gate would let a delivery through now (or as the breaker's probe): only then is a token taken. */
   #mayAttempt(now: number): boolean {
     if (this.#closing || this.#endpoint.status !== 'enabled' || now < this.#pausedUntil) return false;
-    const breaker = this.#deps.breaker;
+    const breaker = this.#breaker;
     return breaker.state === BreakerState.CLOSED || (breaker.state === BreakerState.OPEN && now >= breaker.probeAt);
   }
 
@@ -339,7 +366,7 @@ export class EndpointActor {
         summary = `dead: ${next.reason}`;
         break;
     }
-    const applied = await this.#deps.settle(settlement);
+    const applied = await this.#deps.settle(settlement, this);
     emit('attempt', {
       endpointId: endpoint.id,
       tenantId: endpoint.tenantId,
@@ -357,10 +384,10 @@ export class EndpointActor {
     if (!applied) return;
 
     if (next.kind === 'retry') {
-      this.#deps.timers.schedule(next.at);
+      this.#timers.schedule(next.at);
       if (next.pauseUntil !== undefined && next.pauseUntil > this.#pausedUntil) {
         this.#pausedUntil = next.pauseUntil;
-        this.#deps.timers.schedule(next.pauseUntil);
+        this.#timers.schedule(next.pauseUntil);
         emit('paused', { endpointId: endpoint.id, until: next.pauseUntil });
       }
     }
@@ -444,8 +471,8 @@ export class EndpointActor {
   }
 
   async #release(job: DeliveryJob, until: number, why: string): Promise<void> {
-    await this.#deps.settle({ kind: 'release', deliveryId: job.delivery.id, epoch: job.delivery.leaseEpoch, nextAttemptAt: until });
-    if (until > this.#deps.clock.now()) this.#deps.timers.schedule(until);
+    await this.#deps.settle({ kind: 'release', deliveryId: job.delivery.id, epoch: job.delivery.leaseEpoch, nextAttemptAt: until }, this);
+    if (until > this.#deps.clock.now()) this.#timers.schedule(until);
     this.#deps.emit('released', { endpointId: this.#endpoint.id, deliveryId: job.delivery.id, until, why });
   }
 }

@@ -39,8 +39,7 @@ import type { Clock } from '../clock.ts';
 import { slotOf } from '../ids.ts';
 import type { DeliveryJob, Endpoint } from '../model.ts';
 import type { FanOut, Settlement, Store } from '../store/port.ts';
-import { EndpointActor, type ActorDeps, type WakeTimers } from './actor.ts';
-import type { BreakerFamily } from './breaker.ts';
+import { EndpointActor, type ActorDeps } from './actor.ts';
 import type { EmitEngineEvent } from './engine-events.ts';
 import { ClaimPacer } from './claim-pacer.ts';
 import { planDeliveries } from './fanout.ts';
@@ -64,13 +63,10 @@ export interface SupervisorDeps {
   readonly store: Store;
   readonly clock: Clock;
   readonly emit: EmitEngineEvent;
-  readonly breakers: BreakerFamily;
   /** The lease owner id this node claims as. */
   readonly owner: string;
-  /** Creates an actor's wake-up timers on the node-wide wheel. */
-  createTimers(onDue: () => void): WakeTimers;
-  /** Everything an actor needs but its breaker, timers and settle. */
-  readonly actor: Omit<ActorDeps, 'breaker' | 'timers' | 'settle'>;
+  /** Everything an actor needs but the supervisor's own `settle` and `wake`. */
+  readonly actor: Omit<ActorDeps, 'settle' | 'wake'>;
   /** Counts fenced writes; the caller decides how to surface them. */
   onFenced(deliveryId: string): void;
 }
@@ -118,12 +114,19 @@ export class Supervisor {
   readonly #settler: SettleBatcher;
   /** Claims for places freed by finished attempts, a few places at a time. */
   readonly #pacer: ClaimPacer;
+  /** What every actor gets: one object, made once, so an actor holds no closures of its own. */
+  readonly #actorDeps: ActorDeps;
 
   constructor(options: SupervisorOptions, deps: SupervisorDeps) {
     this.#options = options;
     this.#deps = deps;
     this.#settler = new SettleBatcher({ settle: (batch, now) => deps.store.settle(batch, now), now: () => deps.clock.now() });
     this.#pacer = new ClaimPacer({ clock: deps.clock, pump: () => this.#requestPump() });
+    this.#actorDeps = {
+      ...deps.actor,
+      settle: (settlement, actor) => this.#settleDurably(settlement, actor),
+      wake: () => this.signal(),
+    };
   }
 
   start(): void {
@@ -436,19 +439,7 @@ export class Supervisor {
     const raced = this.#actors.get(endpointId);
     if (raced !== undefined) return raced;
 
-    let actor: EndpointActor | undefined;
-    const breaker = this.#deps.breakers.create((state) => actor?.onBreakerChange(state));
-    // A wake-up counts as activity: the delivery it announces may take a moment to claim.
-    const timers = this.#deps.createTimers(() => {
-      actor?.touch();
-      this.signal();
-    });
-    actor = new EndpointActor(endpoint, {
-      ...this.#deps.actor,
-      breaker,
-      timers,
-      settle: (settlement) => this.#settleDurably(settlement, actor),
-    });
+    const actor = new EndpointActor(endpoint, this.#actorDeps);
     this.#actors.set(endpointId, actor);
     return actor;
   }
@@ -459,14 +450,14 @@ export class Supervisor {
    * under this node's lease. Resolves false if the node closes first (the
    * delivery is then claimed again by the slot's next holder).
    */
-  async #settleDurably(settlement: Settlement, actor: EndpointActor | undefined): Promise<boolean> {
+  async #settleDurably(settlement: Settlement, actor: { readonly queued: number }): Promise<boolean> {
     for (;;) {
       try {
         const applied = await this.#settler.settle(settlement);
         if (!applied) this.#deps.onFenced(settlement.deliveryId);
         // A finished attempt frees room in the mailbox: look for more work, a few places at a
         // time, or at once when this actor has nothing left queued.
-        this.#pacer.freed(actor === undefined || actor.queued === 0);
+        this.#pacer.freed(actor.queued === 0);
         return applied;
       } catch (error) {
         this.#deps.emit('failure', { where: `settle ${settlement.deliveryId}`, error });
