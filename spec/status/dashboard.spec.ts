@@ -123,12 +123,12 @@ describe('Dashboard (in Chromium)', function () {
           await page.goto(`${f.base}/`);
           await page.fill('#token', TOKEN);
           await page.click('#login button');
-          await page.waitForFunction("typeof lastSeries === 'object' && lastSeries !== null && document.querySelectorAll('#chart-latency canvas').length === 1");
-          const fetched = (await page.evaluate(`({ endpointId: lastSeries.endpointId, window: lastSeries.window, points: lastSeries.points.length,
-            last: lastSeries.points.at(-1),
+          await page.waitForFunction("typeof deliveryCharts.lastSeries === 'object' && deliveryCharts.lastSeries !== null && document.querySelectorAll('#chart-latency canvas').length === 1");
+          const fetched = (await page.evaluate(`({ endpointId: deliveryCharts.lastSeries.endpointId, window: deliveryCharts.lastSeries.window, points: deliveryCharts.lastSeries.points.length,
+            last: deliveryCharts.lastSeries.points.at(-1),
             // uPlot's constructor answers a plain object: an instance is one with its root element, drawn from 60 points.
-            uplot: typeof uPlot === 'function' && ['outcomes', 'ratio', 'latency'].every((name) => typeof charts[name].setData === 'function'
-              && document.getElementById('chart-' + name).contains(charts[name].root) && charts[name].data[1].length === 60) })`)) as {
+            uplot: typeof uPlot === 'function' && ['outcomes', 'ratio', 'latency'].every((name) => typeof deliveryCharts.charts[name].setData === 'function'
+              && document.getElementById('chart-' + name).contains(deliveryCharts.charts[name].root) && deliveryCharts.charts[name].data[1].length === 60) })`)) as {
             endpointId: string; window: string; points: number; last: Record<string, number>; uplot: boolean;
           };
           expect(fetched).to.deep.include({ endpointId: 'all', window: '1h', points: 60, uplot: true });
@@ -149,16 +149,16 @@ describe('Dashboard (in Chromium)', function () {
           expect(await page.locator('#chart-outcomes .u-legend').innerText()).to.include('delivered').and.include('retries scheduled').and.include('dead-lettered');
 
           await page.click('[data-window="24h"]');
-          await page.waitForFunction("lastSeries.window === '24h'");
-          expect(await page.evaluate('[lastSeries.points.length, lastSeries.stepMs, lastSeries.points.at(-1).delivered]')).to.deep.equal([144, 600_000, 6]);
+          await page.waitForFunction("deliveryCharts.lastSeries.window === '24h'");
+          expect(await page.evaluate('[deliveryCharts.lastSeries.points.length, deliveryCharts.lastSeries.stepMs, deliveryCharts.lastSeries.points.at(-1).delivered]')).to.deep.equal([144, 600_000, 6]);
           expect(await page.locator('#chart-outcomes-title').innerText()).to.include('per 10 minutes');
 
           await page.selectOption('#chart-endpoint', retrying.id);
-          await page.waitForFunction(`lastSeries.endpointId === ${JSON.stringify(retrying.id)}`);
-          expect(await page.evaluate('lastSeries.points.at(-1)')).to.include({ attempts: 1, delivered: 0, retriesScheduled: 1, firstAttemptSuccessRatio: 0 });
+          await page.waitForFunction(`deliveryCharts.lastSeries.endpointId === ${JSON.stringify(retrying.id)}`);
+          expect(await page.evaluate('deliveryCharts.lastSeries.points.at(-1)')).to.include({ attempts: 1, delivered: 0, retriesScheduled: 1, firstAttemptSuccessRatio: 0 });
           await page.selectOption('#chart-endpoint', 'all');
           await page.click('[data-window="1h"]');
-          await page.waitForFunction("lastSeries.window === '1h' && lastSeries.endpointId === 'all'");
+          await page.waitForFunction("deliveryCharts.lastSeries.window === '1h' && deliveryCharts.lastSeries.endpointId === 'all'");
 
           shots = mkdtempSync(join(tmpdir(), 'herald-dashboard-'));
           const shot = join(shots, 'charts.png');
