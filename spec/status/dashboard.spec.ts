@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';
+import { CHART_COLOURS, canvasPixels } from './canvas-pixels.ts';
 import { startStatus, TOKEN, type StatusFixture } from './status-fixture.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -134,18 +135,10 @@ describe('Dashboard (in Chromium)', function () {
           expect(fetched).to.deep.include({ endpointId: 'all', window: '1h', points: 60, uplot: true });
           expect(fetched.last).to.include({ attempts: 8, delivered: 6, retriesScheduled: 1, deadLettered: 1, firstAttemptSuccessRatio: 0.75 });
 
-          // The delivered line (#0a7d2c) is on the outcomes canvas, and the latency canvas is not blank.
-          const colored = (selector: string, rgb: readonly number[] | null) => page.evaluate(`(() => {
-            const canvas = document.querySelector(${JSON.stringify(selector)}); const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
-            const want = ${JSON.stringify(rgb)}; let n = 0;
-            for (let i = 0; i < data.length; i += 4) {
-              if (data[i + 3] < 200) continue;
-              if (want === null ? (data[i] + data[i + 1] + data[i + 2] < 600) : Math.abs(data[i] - want[0]) + Math.abs(data[i + 1] - want[1]) + Math.abs(data[i + 2] - want[2]) < 40) n++;
-            }
-            return n; })()`) as Promise<number>;
-          expect(await colored('#chart-outcomes canvas', [10, 125, 44]), 'delivered line pixels').to.be.greaterThan(50);
+          // The delivered line (#0a7d2c) is on the outcomes canvas, and the latency points on the latency canvas.
+          expect(await canvasPixels(page, '#chart-outcomes canvas', CHART_COLOURS.delivered), 'delivered line pixels').to.be.greaterThan(50);
           // One minute has attempts: its p50 and p95 are a point each (drawn filled, 7 px; p95 over p50 when they are equal).
-          expect((await colored('#chart-latency canvas', [31, 111, 235])) + (await colored('#chart-latency canvas', [130, 80, 223])), 'latency point pixels').to.be.greaterThan(15);
+          expect((await canvasPixels(page, '#chart-latency canvas', CHART_COLOURS.latencyP50)) + (await canvasPixels(page, '#chart-latency canvas', CHART_COLOURS.latencyP95)), 'latency point pixels').to.be.greaterThan(15);
           expect(await page.locator('#chart-outcomes .u-legend').innerText()).to.include('delivered').and.include('retries scheduled').and.include('dead-lettered');
 
           await page.click('[data-window="24h"]');
