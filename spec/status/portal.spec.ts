@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -247,5 +248,8 @@ describe('Portal (in Chromium, with a tenant token)', function () {
     const loaded = [...reply.text.matchAll(/<(?:script|link)[^>]+(?:src|href)="([^"]*)"/g)].map((m) => m[1] ?? '');
     expect(loaded.map((url) => url.replace(/\?v=[\w-]+$/, '?v=…'))).to.deep.equal(['/assets/uplot.min.css', '/assets/uplot.iife.min.js', '/assets/herald-charts.js?v=…']);
     for (const url of loaded) expect((await f.api('GET', url, undefined, null)).status, url).to.equal(200);
+    // The chart script's ?v= is a digest of the text served, so a changed script has a new URL (no stale cached copy).
+    const script = await f.api('GET', '/assets/herald-charts.js', undefined, null);
+    expect(loaded[2]).to.equal(`/assets/herald-charts.js?v=${createHash('sha256').update(script.text).digest('base64url').slice(0, 12)}`);
   });
 });

@@ -188,7 +188,7 @@ describe('Chart assets (GET /assets/…)', () => {
     ['/assets/uplot.min.css', 'text/css; charset=utf-8', '.uplot'],
     ['/assets/herald-charts.js', 'text/javascript; charset=utf-8', "/* Herald's delivery charts"],
   ] as const) {
-    it(`serves ${path} (uPlot's from the installed package), without a token, cached, 304 when unchanged`, async () => {
+    it(`serves ${path} without a token, cached, 304 when unchanged`, async () => {
       f = await startStatus({}, { start: false });
       const reply = await request(`${f.base}${path}`);
       const body = await reply.body.text();
