@@ -7,8 +7,9 @@
  *
  * It shows the tenant's endpoints with their health and failure rate over the
  * last hour, a Send test event, Rotate secret and Disable/Enable button per
- * endpoint; the delivery charts of its endpoints, all or one picked, over the
- * last hour or 24 h (`delivery-charts.ts`, shared with the dashboard); the test event's outcome as it happens, the open dead letters with
+ * endpoint and the test event's outcome as it happens; the delivery charts of
+ * its endpoints, all or one picked, over the last hour or 24 h
+ * (`delivery-charts.ts`, shared with the dashboard); the open dead letters with
  * Replay, the delivery log (filtered by endpoint, status, event type) with each
  * delivery's payload and attempts (status, duration, response body), and how to
  * verify signatures: the secret of the last rotation or creation made here, and
