@@ -1,11 +1,13 @@
 /**
- * The files the dashboard's charts load from Herald itself, never from a CDN: uPlot's script and
- * stylesheet, read from the installed npm package `uplot` once, when first asked for, and served
- * with a content type, an ETag (a hash of the bytes) and a day of caching.
+ * The files the delivery charts (dashboard and portal) load from Herald itself, never from a CDN:
+ * uPlot's script and stylesheet, read from the installed npm package `uplot` once, when first asked
+ * for, and Herald's own chart script (`delivery-charts.ts`); each served with a content type, an
+ * ETag (a hash of the bytes) and a day of caching.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { DELIVERY_CHARTS_SCRIPT, DELIVERY_CHARTS_SCRIPT_PATH } from './delivery-charts.ts';
 
 export interface StaticAsset {
   readonly body: Buffer;
@@ -14,10 +16,16 @@ export interface StaticAsset {
   readonly etag: string;
 }
 
-/** URL path → the package file it serves and its type. */
-const ASSETS: Readonly<Record<string, { readonly file: string; readonly contentType: string }>> = Object.freeze({
-  '/assets/uplot.iife.min.js': { file: 'uplot/dist/uPlot.iife.min.js', contentType: 'text/javascript; charset=utf-8' },
-  '/assets/uplot.min.css': { file: 'uplot/dist/uPlot.min.css', contentType: 'text/css; charset=utf-8' },
+/** Where an asset's bytes come from: a file of an installed package, or a text of Herald's own. */
+type AssetSource = { readonly packageFile: string } | { readonly text: string };
+
+const JAVASCRIPT = 'text/javascript; charset=utf-8';
+
+/** URL path → what it serves and its type. */
+const ASSETS: Readonly<Record<string, { readonly source: AssetSource; readonly contentType: string }>> = Object.freeze({
+  '/assets/uplot.iife.min.js': { source: { packageFile: 'uplot/dist/uPlot.iife.min.js' }, contentType: JAVASCRIPT },
+  '/assets/uplot.min.css': { source: { packageFile: 'uplot/dist/uPlot.min.css' }, contentType: 'text/css; charset=utf-8' },
+  [DELIVERY_CHARTS_SCRIPT_PATH]: { source: { text: DELIVERY_CHARTS_SCRIPT }, contentType: JAVASCRIPT },
 });
 
 /** How long a browser may use an asset without asking again; after that the ETag makes asking cheap. */
@@ -36,7 +44,8 @@ export function chartAsset(path: string): StaticAsset {
   if (asset === undefined) {
     const spec = ASSETS[path];
     if (spec === undefined) throw new Error(`no asset at ${path}`);
-    const body = readFileSync(resolvePackageFile(spec.file));
+    const { source } = spec;
+    const body = 'text' in source ? Buffer.from(source.text, 'utf8') : readFileSync(resolvePackageFile(source.packageFile));
     asset = { body, contentType: spec.contentType, etag: `"${createHash('sha256').update(body).digest('base64url')}"` };
     loaded.set(path, asset);
   }

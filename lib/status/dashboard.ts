@@ -3,9 +3,9 @@
  * build step), that reads the admin API with the token the operator enters
  * once (kept in the browser's session storage, so it goes with the tab).
  *
- * It shows this node; charts of deliveries (uPlot, served by Herald at `/assets/…`): per minute by
- * outcome, the first-attempt success ratio and attempt latency p50/p95, over the last hour or 24 h,
- * for every endpoint or one chosen (`GET /v1/stats/series`); the endpoints with their health, breaker state,
+ * It shows this node; the delivery charts (`delivery-charts.ts`, shared with the portal): per minute
+ * by outcome, the first-attempt success ratio and attempt latency p50/p95, over the last hour or
+ * 24 h, for every endpoint or one chosen (`GET /v1/stats/series`); the endpoints with their health, breaker state,
  * failure rate over the last hour and limits (concurrency, rate limit); the failures grouped by
  * endpoint and failure kind (retrying, dead, since when, a sample) with a Replay button per group;
  * recent failures with their error; the
@@ -15,6 +15,8 @@
  * and a delivery-log search paged with the API's cursor. It refreshes every
  * 5 s. Everything the API returns is escaped before it is shown.
  */
+import { DELIVERY_CHARTS_CSS, DELIVERY_CHARTS_SCRIPT_URL, deliveryChartsMarkup } from './delivery-charts.ts';
+
 const PAGE = String.raw`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Herald</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -36,9 +38,7 @@ const PAGE = String.raw`<!doctype html>
  input,select,button{font:inherit} button{cursor:pointer}
  #msg{min-height:1.2em;margin:.2rem 0 .8rem} .empty{color:var(--muted);font-style:italic}
  .cards{display:flex;gap:1rem;flex-wrap:wrap} .card{min-width:8rem} .card b{display:block;font-size:1.3rem}
- .charts{display:flex;gap:1rem;flex-wrap:wrap} .chart{flex:1 1 400px;min-width:360px} .chart h3{font-size:13px;margin:.2rem 0;color:var(--muted);font-weight:600}
- .toggle button[aria-pressed="true"]{background:#1f2937;color:#fff}
- .u-legend th{text-transform:none;font-size:12px;color:inherit;font-weight:normal} .u-legend td,.u-legend th{border:0}
+${DELIVERY_CHARTS_CSS}
 </style></head><body>
 <header><h1>Herald</h1><span class="node" id="node"></span>
 <form id="login" class="inline" style="margin:0"><input id="token" type="password" size="32" placeholder="admin token" aria-label="Admin token"><button>Use token</button></form>
@@ -47,12 +47,7 @@ const PAGE = String.raw`<!doctype html>
 <p id="msg" role="status"></p>
 <section><h2>This node</h2><div class="cards" id="summary"></div></section>
 <section id="charts-section"><h2>Deliveries</h2>
-<form id="chart-controls" class="inline"><label>Endpoint <select id="chart-endpoint"><option value="all">every endpoint</option></select></label>
- <span class="toggle" role="group" aria-label="Window"><button type="button" data-window="1h" aria-pressed="true">1 h</button> <button type="button" data-window="24h" aria-pressed="false">24 h</button></span>
- <span class="muted" id="chart-note"></span></form>
-<div class="charts"><div class="chart"><h3 id="chart-outcomes-title">Deliveries by outcome</h3><div id="chart-outcomes"></div></div>
-<div class="chart"><h3>First-attempt success ratio (%)</h3><div id="chart-ratio"></div></div>
-<div class="chart"><h3>Attempt latency (ms)</h3><div id="chart-latency"></div></div></div></section>
+${deliveryChartsMarkup('every endpoint')}</section>
 <section><h2>Endpoints</h2><table id="endpoints"></table></section>
 <section><h2>Failures</h2><table id="groups"></table></section>
 <section><h2>Recent failures</h2><table id="failures"></table></section>
@@ -72,6 +67,7 @@ const PAGE = String.raw`<!doctype html>
 <div id="attempts"></div></section>
 </main>
 <script src="/assets/uplot.iife.min.js"></script>
+<script src="${DELIVERY_CHARTS_SCRIPT_URL}"></script>
 <script>
 const $ = (id) => document.getElementById(id);
 const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
@@ -99,8 +95,8 @@ async function refresh() {
   try {
     const [endpoints, dead, status, recent, groups] = await Promise.all([
       api('/v1/endpoints'), api('/v1/dead-letters?limit=100' + deadQuery()), api('/v1/status'), api('/v1/deliveries?limit=200'), api('/v1/failures?limit=50')]);
-    chartEndpoints(endpoints.data);
-    await drawCharts();
+    deliveryCharts.setEndpoints(endpoints.data);
+    await deliveryCharts.draw();
     const actors = new Map(status.actors.map((a) => [a.endpointId, a]));
     const rates = new Map(status.recent.endpoints.map((e) => [e.endpointId, e]));
     $('node').textContent = status.node + ' · ' + status.slotsOwned + '/' + status.slotCount + ' slots';
@@ -159,52 +155,6 @@ async function refresh() {
   } catch (e) { say(e.message, true); }
 }
 
-// Charts: one uPlot per chart, made once per window (its step) and given new data on each refresh.
-const charts = {}; let chartWindow = '1h'; let lastSeries = null;
-const CHART_DEFS = {
-  outcomes: { series: [['delivered', 'delivered', '#0a7d2c'], ['retriesScheduled', 'retries scheduled', '#9a6700'], ['deadLettered', 'dead-lettered', '#b00020']] },
-  ratio: { series: [['firstAttemptSuccessRatio', 'first-attempt success', '#1f6feb', 100]], range: [0, 100] },
-  latency: { series: [['latencyP50Ms', 'p50', '#1f6feb'], ['latencyP95Ms', 'p95', '#8250df']] },
-};
-function chartData(series, def) {
-  const xs = series.points.map((p) => p.at / 1000);
-  return [xs, ...def.series.map(([field, , , scale]) => series.points.map((p) => p[field] == null ? null : scale ? p[field] * scale : p[field]))];
-}
-async function drawCharts() {
-  const endpointId = $('chart-endpoint').value || 'all';
-  const series = await api('/v1/stats/series?endpointId=' + encodeURIComponent(endpointId) + '&window=' + chartWindow);
-  lastSeries = series;
-  const per = series.stepMs === 60000 ? 'per minute' : 'per 10 minutes';
-  $('chart-outcomes-title').textContent = 'Deliveries by outcome (' + per + ')';
-  $('chart-note').textContent = (endpointId === 'all' ? 'every endpoint' : endpointId) + ', last ' + (series.window === '1h' ? 'hour' : '24 hours') + ', a point ' + per.replace('per ', 'every ');
-  for (const [name, def] of Object.entries(CHART_DEFS)) {
-    const el = $('chart-' + name); const data = chartData(series, def);
-    const chart = charts[name];
-    if (chart && chart.stepMs === series.stepMs) { chart.setData(data); continue; }
-    if (chart) chart.destroy();
-    const width = Math.max(320, el.clientWidth || 400); const half = series.stepMs / 2000;
-    // Half a step of room at each end, so the first and last points are drawn whole.
-    const x = { time: true, range: (u, min, max) => [min - half, max + half] };
-    charts[name] = new uPlot({ width, height: 200, legend: { live: false },
-      scales: def.range ? { x, y: { range: def.range } } : { x, y: { range: (u, min, max) => [0, Math.max(1, max ?? 1) * 1.1] } },
-      series: [{}, ...def.series.map(([, label, color]) => ({ label, stroke: color, width: 2, points: { show: true, size: 7, fill: color }, spanGaps: false }))],
-      axes: [{}, { size: 50 }] }, data, el);
-    charts[name].stepMs = series.stepMs;
-  }
-}
-function chartEndpoints(list) {
-  const select = $('chart-endpoint'); const chosen = select.value;
-  select.innerHTML = '<option value="all">every endpoint</option>' + list.map((e) => '<option value="' + esc(e.id) + '">' + esc(e.id) +
-    (e.description ? ' (' + esc(e.description) + ')' : '') + '</option>').join('');
-  select.value = list.some((e) => e.id === chosen) ? chosen : 'all';
-}
-$('chart-endpoint').addEventListener('change', () => drawCharts().catch((e) => say(e.message, true)));
-document.querySelectorAll('[data-window]').forEach((b) => b.addEventListener('click', () => {
-  chartWindow = b.dataset.window;
-  document.querySelectorAll('[data-window]').forEach((x) => x.setAttribute('aria-pressed', String(x === b)));
-  drawCharts().catch((e) => say(e.message, true));
-}));
-window.addEventListener('resize', () => { for (const [name, chart] of Object.entries(charts)) chart.setSize({ width: Math.max(320, $('chart-' + name).clientWidth), height: 200 }); });
 
 let logCursor = null; let logPaged = false;
 function logQuery() {
@@ -271,6 +221,7 @@ $('triage-by').value = sessionStorage.getItem('heraldBy') ?? '';
 $('more').addEventListener('click', () => search(true));
 $('login').addEventListener('submit', (ev) => { ev.preventDefault(); sessionStorage.setItem('heraldToken', $('token').value.trim()); $('token').value = ''; showLogin(); refresh(); });
 $('logout').addEventListener('click', () => { sessionStorage.removeItem('heraldToken'); showLogin(); say('Token forgotten.'); });
+deliveryCharts.start({ api, onError: (e) => say(e.message, true) });
 showLogin(); refresh();
 setInterval(() => token() && refresh(), 5000);
 </script></body></html>`;

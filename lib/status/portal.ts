@@ -7,7 +7,9 @@
  *
  * It shows the tenant's endpoints with their health and failure rate over the
  * last hour, a Send test event, Rotate secret and Disable/Enable button per
- * endpoint, the test event's outcome as it happens, the open dead letters with
+ * endpoint and the test event's outcome as it happens; the delivery charts of
+ * its endpoints, all or one picked, over the last hour or 24 h
+ * (`delivery-charts.ts`, shared with the dashboard); the open dead letters with
  * Replay, the delivery log (filtered by endpoint, status, event type) with each
  * delivery's payload and attempts (status, duration, response body), and how to
  * verify signatures: the secret of the last rotation or creation made here, and
@@ -18,10 +20,13 @@
  * is never sent to a server (RFC 9110 §4.2.4), and the page moves it into
  * session storage and removes it from the address bar at once.
  */
+import { DELIVERY_CHARTS_CSS, DELIVERY_CHARTS_SCRIPT_URL, deliveryChartsMarkup } from './delivery-charts.ts';
+
 const PAGE = String.raw`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Webhooks — developer portal</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
+<link rel="stylesheet" href="/assets/uplot.min.css">
 <style>
  [hidden]{display:none!important}
  :root{--bad:#b00020;--ok:#0a7d2c;--warn:#9a6700;--line:#e3e3e3;--muted:#666}
@@ -39,7 +44,7 @@ const PAGE = String.raw`<!doctype html>
  form.inline{display:flex;gap:.5rem;flex-wrap:wrap;align-items:end;margin:.3rem 0 .6rem} label{font-size:12px;color:var(--muted);display:flex;flex-direction:column}
  input,select,button{font:inherit} button{cursor:pointer}
  #msg{min-height:1.2em;margin:.2rem 0 .8rem} .empty{color:var(--muted);font-style:italic}
- .chart-slot{border:1px dashed var(--line);border-radius:4px;padding:1rem;color:var(--muted);font-style:italic}
+${DELIVERY_CHARTS_CSS}
 </style></head><body>
 <header><h1>Webhooks — developer portal</h1><span class="who" id="who"></span>
 <form id="login" class="inline" style="margin:0"><input id="token" type="password" size="40" placeholder="your token (htk_…)" aria-label="Token"><button>Sign in</button></form>
@@ -47,8 +52,8 @@ const PAGE = String.raw`<!doctype html>
 <main>
 <p id="msg" role="status"></p>
 <section><h2>Your endpoints</h2><table id="endpoints"></table><div id="test-result"></div></section>
-<!-- CHART SLOT: the charts work (GET /v1/stats/series) draws this tenant's deliveries and failures per minute here, with uPlot served by Herald. -->
-<section id="chart"><h2>Deliveries over time</h2><div class="chart-slot">Charts come here.</div></section>
+<section id="charts-section"><h2>Deliveries over time</h2>
+${deliveryChartsMarkup('all your endpoints')}</section>
 <section><h2>Failed deliveries (dead letters)</h2><table id="dead"></table></section>
 <section><h2>Delivery log</h2>
 <form id="search" class="inline">
@@ -65,6 +70,8 @@ secret. Check it on the raw body, before parsing it, and refuse a timestamp more
 the old secret keeps signing for a while, so you can deploy the new one first.</p>
 <pre id="snippet"></pre></section>
 </main>
+<script src="/assets/uplot.iife.min.js"></script>
+<script src="${DELIVERY_CHARTS_SCRIPT_URL}"></script>
 <script>
 const $ = (id) => document.getElementById(id);
 const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
@@ -134,6 +141,8 @@ async function refresh() {
       dead.data.map((x) => row([esc(when(x.createdAt)), '<code>' + esc(x.endpointId) + '</code>', esc(x.eventType) + ' <code>' + esc(x.eventId) + '</code>',
         esc(x.attempts.length), '<span class="bad">' + esc(x.reason) + '</span>', '<button data-replay="' + esc(x.id) + '">Replay</button>'],
         'data-dead-letter="' + esc(x.id) + '"')).join('');
+    deliveryCharts.setEndpoints(endpoints.data);
+    await deliveryCharts.draw();
     if (!logPaged) await search();
     if (testWatch) await showTest();
     if ($('msg').className === 'bad' && !searchFailed) say('');
@@ -213,6 +222,7 @@ $('more').addEventListener('click', () => search(true));
 $('login').addEventListener('submit', (ev) => { ev.preventDefault(); sessionStorage.setItem('heraldPortalToken', $('token').value.trim()); $('token').value = ''; say(''); showLogin(); refresh(); });
 $('logout').addEventListener('click', () => { sessionStorage.removeItem('heraldPortalToken'); showLogin(); say('Signed out.'); });
 $('snippet').textContent = snippet(null);
+deliveryCharts.start({ api, onError: (e) => say(e.message, true) });
 showLogin(); refresh();
 setInterval(() => token() && refresh(), 5000);
 </script></body></html>`;

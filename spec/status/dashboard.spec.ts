@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';
+import { CHART_COLOURS, canvasPixels } from './canvas-pixels.ts';
 import { startStatus, TOKEN, type StatusFixture } from './status-fixture.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -123,42 +124,34 @@ describe('Dashboard (in Chromium)', function () {
           await page.goto(`${f.base}/`);
           await page.fill('#token', TOKEN);
           await page.click('#login button');
-          await page.waitForFunction("typeof lastSeries === 'object' && lastSeries !== null && document.querySelectorAll('#chart-latency canvas').length === 1");
-          const fetched = (await page.evaluate(`({ endpointId: lastSeries.endpointId, window: lastSeries.window, points: lastSeries.points.length,
-            last: lastSeries.points.at(-1),
+          await page.waitForFunction("typeof deliveryCharts.lastSeries === 'object' && deliveryCharts.lastSeries !== null && document.querySelectorAll('#chart-latency canvas').length === 1");
+          const fetched = (await page.evaluate(`({ endpointId: deliveryCharts.lastSeries.endpointId, window: deliveryCharts.lastSeries.window, points: deliveryCharts.lastSeries.points.length,
+            last: deliveryCharts.lastSeries.points.at(-1),
             // uPlot's constructor answers a plain object: an instance is one with its root element, drawn from 60 points.
-            uplot: typeof uPlot === 'function' && ['outcomes', 'ratio', 'latency'].every((name) => typeof charts[name].setData === 'function'
-              && document.getElementById('chart-' + name).contains(charts[name].root) && charts[name].data[1].length === 60) })`)) as {
+            uplot: typeof uPlot === 'function' && ['outcomes', 'ratio', 'latency'].every((name) => typeof deliveryCharts.charts[name].setData === 'function'
+              && document.getElementById('chart-' + name).contains(deliveryCharts.charts[name].root) && deliveryCharts.charts[name].data[1].length === 60) })`)) as {
             endpointId: string; window: string; points: number; last: Record<string, number>; uplot: boolean;
           };
           expect(fetched).to.deep.include({ endpointId: 'all', window: '1h', points: 60, uplot: true });
           expect(fetched.last).to.include({ attempts: 8, delivered: 6, retriesScheduled: 1, deadLettered: 1, firstAttemptSuccessRatio: 0.75 });
 
-          // The delivered line (#0a7d2c) is on the outcomes canvas, and the latency canvas is not blank.
-          const colored = (selector: string, rgb: readonly number[] | null) => page.evaluate(`(() => {
-            const canvas = document.querySelector(${JSON.stringify(selector)}); const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
-            const want = ${JSON.stringify(rgb)}; let n = 0;
-            for (let i = 0; i < data.length; i += 4) {
-              if (data[i + 3] < 200) continue;
-              if (want === null ? (data[i] + data[i + 1] + data[i + 2] < 600) : Math.abs(data[i] - want[0]) + Math.abs(data[i + 1] - want[1]) + Math.abs(data[i + 2] - want[2]) < 40) n++;
-            }
-            return n; })()`) as Promise<number>;
-          expect(await colored('#chart-outcomes canvas', [10, 125, 44]), 'delivered line pixels').to.be.greaterThan(50);
+          // The delivered line (#0a7d2c) is on the outcomes canvas, and the latency points on the latency canvas.
+          expect(await canvasPixels(page, '#chart-outcomes canvas', CHART_COLOURS.delivered), 'delivered line pixels').to.be.greaterThan(50);
           // One minute has attempts: its p50 and p95 are a point each (drawn filled, 7 px; p95 over p50 when they are equal).
-          expect((await colored('#chart-latency canvas', [31, 111, 235])) + (await colored('#chart-latency canvas', [130, 80, 223])), 'latency point pixels').to.be.greaterThan(15);
+          expect((await canvasPixels(page, '#chart-latency canvas', CHART_COLOURS.latencyP50)) + (await canvasPixels(page, '#chart-latency canvas', CHART_COLOURS.latencyP95)), 'latency point pixels').to.be.greaterThan(15);
           expect(await page.locator('#chart-outcomes .u-legend').innerText()).to.include('delivered').and.include('retries scheduled').and.include('dead-lettered');
 
           await page.click('[data-window="24h"]');
-          await page.waitForFunction("lastSeries.window === '24h'");
-          expect(await page.evaluate('[lastSeries.points.length, lastSeries.stepMs, lastSeries.points.at(-1).delivered]')).to.deep.equal([144, 600_000, 6]);
+          await page.waitForFunction("deliveryCharts.lastSeries.window === '24h'");
+          expect(await page.evaluate('[deliveryCharts.lastSeries.points.length, deliveryCharts.lastSeries.stepMs, deliveryCharts.lastSeries.points.at(-1).delivered]')).to.deep.equal([144, 600_000, 6]);
           expect(await page.locator('#chart-outcomes-title').innerText()).to.include('per 10 minutes');
 
           await page.selectOption('#chart-endpoint', retrying.id);
-          await page.waitForFunction(`lastSeries.endpointId === ${JSON.stringify(retrying.id)}`);
-          expect(await page.evaluate('lastSeries.points.at(-1)')).to.include({ attempts: 1, delivered: 0, retriesScheduled: 1, firstAttemptSuccessRatio: 0 });
+          await page.waitForFunction(`deliveryCharts.lastSeries.endpointId === ${JSON.stringify(retrying.id)}`);
+          expect(await page.evaluate('deliveryCharts.lastSeries.points.at(-1)')).to.include({ attempts: 1, delivered: 0, retriesScheduled: 1, firstAttemptSuccessRatio: 0 });
           await page.selectOption('#chart-endpoint', 'all');
           await page.click('[data-window="1h"]');
-          await page.waitForFunction("lastSeries.window === '1h' && lastSeries.endpointId === 'all'");
+          await page.waitForFunction("deliveryCharts.lastSeries.window === '1h' && deliveryCharts.lastSeries.endpointId === 'all'");
 
           shots = mkdtempSync(join(tmpdir(), 'herald-dashboard-'));
           const shot = join(shots, 'charts.png');

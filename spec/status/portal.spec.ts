@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,7 +7,8 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { TEST_EVENT_TYPE } from '../../lib/herald.ts';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';
-import { startStatus, type StatusFixture } from './status-fixture.ts';
+import { CHART_COLOURS, canvasPixels } from './canvas-pixels.ts';
+import { expectOk, startStatus, type StatusFixture } from './status-fixture.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 
@@ -148,6 +150,78 @@ describe('Portal (in Chromium, with a tenant token)', function () {
     }
   });
 
+  it("draws the tenant's delivery charts from its own endpoints only: all of them or one picked, 1 h or 24 h", async () => {
+    f = await startStatus({ breaker: { volumeThreshold: 1_000 } });
+    const { t } = f;
+    sink = await startServer(() => ({ status: 200 }));
+    const busy = await startServer(() => ({ status: 503 }));
+    const gone = await startServer(() => ({ status: 404 }));
+    try {
+      // acme: 4 delivered, 1 retry scheduled (503), 1 dead-lettered (404). globex, in the same store: 3 delivered, 2 dead-lettered.
+      const create = async (tenantId: string, url: string) => (await t.herald.createEndpoint({ tenantId, url: `${url}/${tenantId}` })).endpoint.id;
+      const acme = { ok: await create('acme', sink.url), busy: await create('acme', busy.url), gone: await create('acme', gone.url) };
+      const globex = { ok: await create('globex', sink.url), gone: await create('globex', gone.url) };
+      const send = (tenantId: string, endpointId: string, count: number) =>
+        t.herald.publish(Array.from({ length: count }, (_, n) => ({ tenantId, type: 'invoice.paid', endpointId, payload: { n } })));
+      await send('acme', acme.ok, 4);
+      await send('acme', acme.busy, 1);
+      await send('acme', acme.gone, 1);
+      await send('globex', globex.ok, 3);
+      await send('globex', globex.gone, 2);
+      await attemptsSeen(t, 11);
+      await t.herald.idle();
+      await t.herald.flushDeliveryMinutes();
+      const total = (series: { points: Array<Record<string, number>> }, field: string) => series.points.reduce((n, p) => n + (p[field] ?? 0), 0);
+      const everyone = await f.api('GET', '/v1/stats/series?endpointId=all');
+      expectOk(everyone);
+      expect(['attempts', 'delivered', 'deadLettered'].map((k) => total(everyone.json, k)), "the admin's series: both tenants").to.deep.equal([11, 7, 3]);
+      const { token } = await t.herald.tenantTokens.issue('acme', {});
+
+      const page = await browser!.newPage();
+      try {
+        await page.goto(`${f.base}/portal`);
+        await page.fill('#token', token);
+        await page.click('#login button');
+        await page.waitForFunction("deliveryCharts.lastSeries !== null && document.querySelectorAll('#chart-latency canvas').length === 1");
+        const drawn = (await page.evaluate(`({ series: deliveryCharts.lastSeries, uplot: ['outcomes', 'ratio', 'latency'].every((name) =>
+          document.getElementById('chart-' + name).contains(deliveryCharts.charts[name].root) && deliveryCharts.charts[name].data[1].length === 60) })`)) as {
+          series: { endpointId: string; window: string; points: Array<Record<string, number>> }; uplot: boolean;
+        };
+        expect(drawn).to.deep.include({ uplot: true });
+        expect(drawn.series).to.include({ endpointId: 'all', window: '1h' });
+        expect(drawn.series.points).to.have.length(60);
+        // acme's three endpoints and nothing of globex's.
+        expect(['attempts', 'delivered', 'retriesScheduled', 'deadLettered', 'firstAttempts'].map((k) => total(drawn.series, k))).to.deep.equal([6, 4, 1, 1, 6]);
+        expect(drawn.series.points.at(-1)?.firstAttemptSuccessRatio).to.be.closeTo(4 / 6, 1e-9);
+        expect(await canvasPixels(page, '#chart-outcomes canvas', CHART_COLOURS.delivered), 'delivered line pixels').to.be.greaterThan(50);
+        expect(await page.locator('#chart-outcomes .u-legend').innerText()).to.include('delivered').and.include('retries scheduled').and.include('dead-lettered');
+        expect(await page.locator('#chart-note').innerText()).to.equal('all your endpoints, last hour, a point every minute');
+
+        // The picker lists its own endpoints only.
+        const options = (await page.evaluate("[...document.querySelectorAll('#chart-endpoint option')].map((o) => o.value)")) as string[];
+        expect(options[0]).to.equal('all');
+        expect(options.slice(1).sort()).to.deep.equal([acme.ok, acme.busy, acme.gone].sort());
+
+        await page.selectOption('#chart-endpoint', acme.busy);
+        await page.waitForFunction(`deliveryCharts.lastSeries.endpointId === ${JSON.stringify(acme.busy)}`);
+        expect(await page.evaluate('deliveryCharts.lastSeries.points.at(-1)')).to.include({ attempts: 1, delivered: 0, retriesScheduled: 1, firstAttemptSuccessRatio: 0 });
+        await page.selectOption('#chart-endpoint', 'all');
+        await page.click('[data-window="24h"]');
+        await page.waitForFunction("deliveryCharts.lastSeries.window === '24h' && deliveryCharts.lastSeries.endpointId === 'all'");
+        const day = (await page.evaluate('deliveryCharts.lastSeries')) as { stepMs: number; points: Array<Record<string, number>> };
+        expect([day.points.length, day.stepMs, total(day, 'delivered'), total(day, 'attempts')]).to.deep.equal([144, 600_000, 4, 6]);
+        await page.click('[data-window="1h"]');
+        await page.waitForFunction("deliveryCharts.lastSeries.window === '1h'");
+        await screenshot(page, '4-charts');
+      } finally {
+        await page.close();
+      }
+    } finally {
+      await busy.close();
+      await gone.close();
+    }
+  });
+
   it('takes the token from a #token= fragment, keeps it for the tab and clears it from the address bar', async () => {
     f = await startStatus();
     const { endpoint } = await f.t.herald.createEndpoint({ tenantId: 'acme', url: 'https://example.com/hooks' });
@@ -170,6 +244,12 @@ describe('Portal (in Chromium, with a tenant token)', function () {
     expect(reply.status).to.equal(200);
     expect(String(reply.headers['content-type'])).to.include('text/html');
     expect(reply.text).to.not.include('acme');
-    expect(reply.text).to.not.match(/<script[^>]+src=|<link[^>]+href=/);
+    // What it loads: uPlot and Herald's chart script and styles, from Herald's own /assets/, without a token.
+    const loaded = [...reply.text.matchAll(/<(?:script|link)[^>]+(?:src|href)="([^"]*)"/g)].map((m) => m[1] ?? '');
+    expect(loaded.map((url) => url.replace(/\?v=[\w-]+$/, '?v=…'))).to.deep.equal(['/assets/uplot.min.css', '/assets/uplot.iife.min.js', '/assets/herald-charts.js?v=…']);
+    for (const url of loaded) expect((await f.api('GET', url, undefined, null)).status, url).to.equal(200);
+    // The chart script's ?v= is a digest of the text served, so a changed script has a new URL (no stale cached copy).
+    const script = await f.api('GET', '/assets/herald-charts.js', undefined, null);
+    expect(loaded[2]).to.equal(`/assets/herald-charts.js?v=${createHash('sha256').update(script.text).digest('base64url').slice(0, 12)}`);
   });
 });

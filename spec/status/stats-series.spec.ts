@@ -186,8 +186,9 @@ describe('Chart assets (GET /assets/…)', () => {
   for (const [path, type, start] of [
     ['/assets/uplot.iife.min.js', 'text/javascript; charset=utf-8', '/*! https://github.com/leeoniya/uPlot (v1.6.32) */\nvar uPlot'],
     ['/assets/uplot.min.css', 'text/css; charset=utf-8', '.uplot'],
+    ['/assets/herald-charts.js', 'text/javascript; charset=utf-8', "/* Herald's delivery charts"],
   ] as const) {
-    it(`serves ${path} from the installed uplot package, without a token, cached, 304 when unchanged`, async () => {
+    it(`serves ${path} without a token, cached, 304 when unchanged`, async () => {
       f = await startStatus({}, { start: false });
       const reply = await request(`${f.base}${path}`);
       const body = await reply.body.text();

@@ -186,6 +186,44 @@ describe('Tenant tokens and the scoped admin API', () => {
       await attemptsSeen(f.t, 4);
     });
 
+    it("reads the delivery series of its own endpoints: `all` sums only them; another tenant's endpoint or tenantId answers 404", async () => {
+      f = await startStatus({ breaker: { volumeThreshold: 1_000 } });
+      let globexSink: TestServer | undefined;
+      sink = await startServer(() => ({ status: 200 }));
+      try {
+        globexSink = await startServer(() => ({ status: 503 }));
+        // acme: 2 delivered. globex, in the same store: 3 attempts, each a retry scheduled.
+        const acme = (await f.t.herald.createEndpoint({ tenantId: 'acme', url: `${sink.url}/acme` })).endpoint.id;
+        const globex = (await f.t.herald.createEndpoint({ tenantId: 'globex', url: `${globexSink.url}/globex` })).endpoint.id;
+        await f.t.herald.publish([1, 2].map((n) => ({ tenantId: 'acme', type: 'invoice.paid', endpointId: acme, payload: { n } })));
+        await f.t.herald.publish([1, 2, 3].map((n) => ({ tenantId: 'globex', type: 'invoice.paid', endpointId: globex, payload: { n } })));
+        await attemptsSeen(f.t, 5);
+        await f.t.herald.idle();
+        await f.t.herald.flushDeliveryMinutes();
+        const token = await issue('acme');
+        const counts = (reply: Reply) => {
+          expect(reply.status, reply.text).to.equal(200);
+          const sum = (field: string) => reply.json.points.reduce((n: number, p: Record<string, number>) => n + (p[field] ?? 0), 0);
+          return { attempts: sum('attempts'), delivered: sum('delivered'), retriesScheduled: sum('retriesScheduled') };
+        };
+
+        expect(counts(await admin('GET', '/v1/stats/series?endpointId=all')), "the admin's: both tenants").to.deep.equal({ attempts: 5, delivered: 2, retriesScheduled: 3 });
+        for (const path of ['/v1/stats/series?endpointId=all', '/v1/stats/series?endpointId=all&window=24h', '/v1/stats/series?endpointId=all&tenantId=acme']) {
+          expect(counts(await call('GET', path, token)), path).to.deep.equal({ attempts: 2, delivered: 2, retriesScheduled: 0 });
+        }
+        expect(counts(await call('GET', `/v1/stats/series?endpointId=${acme}`, token))).to.deep.equal({ attempts: 2, delivered: 2, retriesScheduled: 0 });
+
+        const other = await call('GET', `/v1/stats/series?endpointId=${globex}`, token);
+        expectError(other, 404, 'HERALD_NOT_FOUND', 'endpointId');
+        const unknown = await call('GET', '/v1/stats/series?endpointId=ep_nobody', token);
+        expect(other.text.replaceAll(globex, 'ep_nobody'), 'word for word what an unknown id answers').to.equal(unknown.text);
+        expectError(await call('GET', '/v1/stats/series?endpointId=all&tenantId=globex', token), 404, 'HERALD_NOT_FOUND', 'tenantId');
+        expectError(await call('GET', `/v1/stats/series?endpointId=${globex}&tenantId=globex`, token), 404, 'HERALD_NOT_FOUND', 'tenantId');
+      } finally {
+        await globexSink?.close();
+      }
+    });
+
     it('is refused the admin-only routes with 403 HERALD_FORBIDDEN naming the route', async () => {
       f = await startStatus();
       await f.t.herald.createEndpoint({ tenantId: 'acme', url: 'https://example.com/hooks' });
