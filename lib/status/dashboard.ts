@@ -15,6 +15,7 @@
  * and a delivery-log search paged with the API's cursor. It refreshes every
  * 5 s. Everything the API returns is escaped before it is shown.
  */
+import { PAGE_CSS, pageKitScript } from './page-kit.ts';
 import { DELIVERY_CHARTS_CSS, DELIVERY_CHARTS_SCRIPT_URL, deliveryChartsMarkup } from './delivery-charts.ts';
 
 const PAGE = String.raw`<!doctype html>
@@ -22,12 +23,8 @@ const PAGE = String.raw`<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="/assets/uplot.min.css">
 <style>
- [hidden]{display:none!important}
- :root{--bad:#b00020;--ok:#0a7d2c;--warn:#9a6700;--line:#e3e3e3;--muted:#666}
- body{font:14px system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
- header{background:#1f2937;color:#fff;padding:.7rem 1.5rem;display:flex;gap:1.5rem;align-items:center;flex-wrap:wrap}
- header h1{font-size:1.2rem;margin:0} header .node{font-size:12px;opacity:.85}
- main{padding:1rem 1.5rem;max-width:1400px}
+${PAGE_CSS}
+ header{background:#1f2937} header .node{font-size:12px;opacity:.85}
  section{background:#fff;border:1px solid var(--line);border-radius:6px;padding:.6rem 1rem;margin:0 0 1rem}
  h2{font-size:1rem;margin:.3rem 0 .6rem}
  table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid var(--line);padding:.3rem .5rem;text-align:left;vertical-align:top}
@@ -69,20 +66,7 @@ ${deliveryChartsMarkup('every endpoint')}</section>
 <script src="/assets/uplot.iife.min.js"></script>
 <script src="${DELIVERY_CHARTS_SCRIPT_URL}"></script>
 <script>
-const $ = (id) => document.getElementById(id);
-const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
-const when = (ms) => ms == null ? '' : new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
-const token = () => sessionStorage.getItem('heraldToken');
-const say = (text, bad) => { $('msg').textContent = text; $('msg').className = bad ? 'bad' : 'ok'; };
-const row = (cells, attrs = '') => '<tr ' + attrs + '>' + cells.map((c) => '<td>' + c + '</td>').join('') + '</tr>';
-const head = (names) => '<tr>' + names.map((n) => '<th>' + esc(n) + '</th>').join('') + '</tr>';
-async function api(path, init = {}) {
-  const res = await fetch(path, { ...init, headers: { authorization: 'Bearer ' + token(), 'content-type': 'application/json' } });
-  const body = res.status === 204 ? null : await res.json();
-  if (res.status === 401) { sessionStorage.removeItem('heraldToken'); showLogin(); }
-  if (!res.ok) throw new Error(body?.error?.message ?? res.statusText);
-  return body;
-}
+${pageKitScript('heraldToken')}
 function showLogin() { const has = !!token(); $('login').hidden = has; $('logout').hidden = !has; }
 const breakerClass = { closed: 'ok', 'half-open': 'warn', open: 'bad' };
 // As the CLI shows a duration (durationText in lib/clock.ts): its two largest units, rounded down.

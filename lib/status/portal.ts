@@ -20,6 +20,7 @@
  * is never sent to a server (RFC 9110 §4.2.4), and the page moves it into
  * session storage and removes it from the address bar at once.
  */
+import { PAGE_CSS, pageKitScript } from './page-kit.ts';
 import { DELIVERY_CHARTS_CSS, DELIVERY_CHARTS_SCRIPT_URL, deliveryChartsMarkup } from './delivery-charts.ts';
 
 const PAGE = String.raw`<!doctype html>
@@ -28,12 +29,8 @@ const PAGE = String.raw`<!doctype html>
 <meta name="referrer" content="no-referrer">
 <link rel="stylesheet" href="/assets/uplot.min.css">
 <style>
- [hidden]{display:none!important}
- :root{--bad:#b00020;--ok:#0a7d2c;--warn:#9a6700;--line:#e3e3e3;--muted:#666}
- body{font:14px system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
- header{background:#12355b;color:#fff;padding:.7rem 1.5rem;display:flex;gap:1.5rem;align-items:center;flex-wrap:wrap}
- header h1{font-size:1.2rem;margin:0} header .who{font-size:12px;opacity:.85}
- main{padding:1rem 1.5rem;max-width:1400px}
+${PAGE_CSS}
+ header{background:#12355b} header .who{font-size:12px;opacity:.85}
  section{background:#fff;border:1px solid var(--line);border-radius:6px;padding:.6rem 1rem;margin:0 0 1rem}
  h2{font-size:1rem;margin:.3rem 0 .6rem} h3{font-size:.9rem;margin:.8rem 0 .4rem}
  table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid var(--line);padding:.3rem .5rem;text-align:left;vertical-align:top}
@@ -73,21 +70,8 @@ the old secret keeps signing for a while, so you can deploy the new one first.</
 <script src="/assets/uplot.iife.min.js"></script>
 <script src="${DELIVERY_CHARTS_SCRIPT_URL}"></script>
 <script>
-const $ = (id) => document.getElementById(id);
-const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
-const when = (ms) => ms == null ? '' : new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
-const token = () => sessionStorage.getItem('heraldPortalToken');
-const say = (text, bad) => { $('msg').textContent = text; $('msg').className = bad ? 'bad' : 'ok'; };
-const row = (cells, attrs = '') => '<tr ' + attrs + '>' + cells.map((c) => '<td>' + c + '</td>').join('') + '</tr>';
-const head = (names) => '<tr>' + names.map((n) => '<th>' + esc(n) + '</th>').join('') + '</tr>';
+${pageKitScript('heraldPortalToken')}
 const pretty = (v) => { try { return JSON.stringify(typeof v === 'string' ? JSON.parse(v) : v, null, 2); } catch { return String(v); } };
-async function api(path, init = {}) {
-  const res = await fetch(path, { ...init, headers: { authorization: 'Bearer ' + token(), 'content-type': 'application/json' } });
-  const body = res.status === 204 ? null : await res.json();
-  if (res.status === 401) { sessionStorage.removeItem('heraldPortalToken'); showLogin(); }
-  if (!res.ok) throw new Error(body?.error?.message ?? res.statusText);
-  return body;
-}
 function showLogin() { const has = !!token(); $('login').hidden = has; $('logout').hidden = !has; if (!has) $('who').textContent = ''; }
 // A link may carry the token in its fragment (never sent to the server): keep it for the tab, then clear the address bar.
 (() => { const m = /(?:^#|&)token=([^&]+)/.exec(location.hash); if (!m) return;

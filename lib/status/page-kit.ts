@@ -1,0 +1,37 @@
+/**
+ * What Herald's two pages (the operator dashboard, `dashboard.ts`, and the tenants' portal,
+ * `portal.ts`) share: the base style and the small script helpers every view uses. Each page
+ * keeps its own header colour, layout and views; a token is kept under a key of each page's own,
+ * so signing in to one does not sign in to the other in the same tab.
+ */
+
+/** The base style: colours, the layout of header, sections, tables and forms. A page adds its own rules after it. */
+export const PAGE_CSS = String.raw` [hidden]{display:none!important}
+ :root{--bad:#b00020;--ok:#0a7d2c;--warn:#9a6700;--line:#e3e3e3;--muted:#666}
+ body{font:14px system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
+ header{color:#fff;padding:.7rem 1.5rem;display:flex;gap:1.5rem;align-items:center;flex-wrap:wrap}
+ header h1{font-size:1.2rem;margin:0}
+ main{padding:1rem 1.5rem;max-width:1400px}`;
+
+/**
+ * The helpers, as script text: `$` (by id), `esc` (HTML-escapes anything the API returned),
+ * `when` (epoch ms as UTC), `token`, `say` (the status line), `row` and `head` (table rows), and
+ * `api` (a call with the bearer token; a 401 forgets the token and shows the page's `showLogin()`).
+ */
+export function pageKitScript(tokenKey: string): string {
+  const key = JSON.stringify(tokenKey);
+  return String.raw`const $ = (id) => document.getElementById(id);
+const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
+const when = (ms) => ms == null ? '' : new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
+const token = () => sessionStorage.getItem(${key});
+const say = (text, bad) => { $('msg').textContent = text; $('msg').className = bad ? 'bad' : 'ok'; };
+const row = (cells, attrs = '') => '<tr ' + attrs + '>' + cells.map((c) => '<td>' + c + '</td>').join('') + '</tr>';
+const head = (names) => '<tr>' + names.map((n) => '<th>' + esc(n) + '</th>').join('') + '</tr>';
+async function api(path, init = {}) {
+  const res = await fetch(path, { ...init, headers: { authorization: 'Bearer ' + token(), 'content-type': 'application/json' } });
+  const body = res.status === 204 ? null : await res.json();
+  if (res.status === 401) { sessionStorage.removeItem(${key}); showLogin(); }
+  if (!res.ok) throw new Error(body?.error?.message ?? res.statusText);
+  return body;
+}`;
+}
