@@ -1,47 +1,31 @@
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { TEST_EVENT_TYPE } from '../../lib/herald.ts';
+import { launchChromiumOrSkip, type Chromium } from '../support/chromium.ts';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';
 import { CHART_COLOURS, canvasPixels } from './canvas-pixels.ts';
 import { expectOk, startStatus, type StatusFixture } from './status-fixture.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-
 describe('Portal (in Chromium, with a tenant token)', function () {
   let browser: BrowserContext | undefined;
-  let profile: string | undefined;
+  let chromium: Chromium | undefined;
   let f: StatusFixture | undefined;
   let sink: TestServer | undefined;
   let shots: string | undefined;
 
-  // One browser for the whole file; the test skips, saying why, when Chromium is missing or cannot start.
+  // One browser for the whole file; the suite skips, saying why, when Chromium is missing or cannot start.
   before(async function () {
-    if (!existsSync(CHROMIUM)) {
-      console.log(`      (skipped: ${CHROMIUM} is missing; .ci/run installs it with apt-get install chromium)`);
-      this.skip();
-    }
-    profile = mkdtempSync(join(tmpdir(), 'herald-chromium-'));
-    try {
-      browser = await chromium.launchPersistentContext(profile, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-        viewport: { width: 1400, height: 1000 },
-      });
-    } catch (error) {
-      console.log(`      (skipped: Chromium did not launch: ${String((error as Error).message).split('\n')[0]})`);
-      this.skip();
-    }
+    chromium = await launchChromiumOrSkip(this);
+    browser = chromium.browser;
   });
 
   after(async () => {
-    await browser?.close();
-    if (profile !== undefined) rmSync(profile, { recursive: true, force: true });
+    await chromium?.close();
   });
 
   afterEach(async () => {
