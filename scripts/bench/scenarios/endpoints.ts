@@ -71,8 +71,8 @@ export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
       externalMB: { peak: peak.externalMB, settled: settled.externalMB },
       actorsAtPeak,
       actorsAfterEviction,
-      target: '<= 200 MB RSS',
-      met: peak.rssMB <= 200 && complete,
+      target: '<= 150 MB RSS',
+      met: peak.rssMB <= 150 && complete,
     };
   } finally {
     await bench.close();
