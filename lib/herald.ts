@@ -314,7 +314,7 @@ export class Herald {
           sign: async (job, endpoint, timestampSec) => {
             const keys = signingKeys.active(endpoint, clock.now());
             const signature = await this.#signer.sign({ keys, id: job.event.id, timestampSec, body: job.event.payload });
-            return { ...deliveryHeaders(job.event.id, timestampSec, signature) };
+            return deliveryHeaders(job.event.id, timestampSec, signature);
           },
           send: (request) => this.#sender.send(request),
           listAttempts: (deliveryId) => store.listAttempts(deliveryId),
