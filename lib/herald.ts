@@ -674,6 +674,11 @@ export class Herald {
     return ids;
   }
 
+  /** How many dead letters `replayDeadLetters(filter)` would replay now; changes nothing (a dry run). */
+  async countReplayableDeadLetters(filter: DeadLetterFilter): Promise<number> {
+    return this.#store.countReplayableDeadLetters(filter);
+  }
+
   // Failures, grouped
 
   /** The failing deliveries (retrying, dead) grouped by endpoint and failure kind, the largest first. */

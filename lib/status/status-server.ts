@@ -297,7 +297,9 @@ export class StatusServer {
       const input = await body();
       const ids = replayIds(input);
       if (ids === undefined) {
-        const replayed = await h.replayDeadLetters(replayFilter(input));
+        const { dryRun, filter } = replayRequest(input);
+        if (dryRun) return { status: 200, json: { dryRun: true, wouldReplay: await h.countReplayableDeadLetters(filter) } };
+        const replayed = await h.replayDeadLetters(filter);
         return { status: 202, json: { replayed: replayed.length, ids: replayed, skipped: [] } };
       }
       // By id: each one replayed on its own; one already replayed or unknown is skipped, not fatal.
@@ -571,6 +573,16 @@ function failureGroupFilter(query: URLSearchParams): FailureGroupFilter {
 }
 
 /** The body of a bulk replay by filter: `{endpointId?, tenantId?, since?, until?}`, at least one of them. */
+/** A bulk replay's body: the filter, and `dryRun: true` to count the matches instead of replaying them. */
+function replayRequest(body: unknown): { dryRun: boolean; filter: DeadLetterFilter } {
+  if (body === null || typeof body !== 'object' || Array.isArray(body) || !Object.hasOwn(body, 'dryRun')) {
+    return { dryRun: false, filter: replayFilter(body) };
+  }
+  const { dryRun, ...filter } = body as { dryRun: unknown };
+  if (typeof dryRun !== 'boolean') throw new ValidationError('dryRun', `must be true or false (got ${JSON.stringify(dryRun)})`);
+  return { dryRun, filter: replayFilter(filter) };
+}
+
 function replayFilter(body: unknown): DeadLetterFilter {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ValidationError('body', 'must be a JSON object');
   const allowed = ['endpointId', 'tenantId', 'since', 'until'];

@@ -323,6 +323,11 @@ export interface Store {
    */
   replayDeadLetters(selection: { readonly ids: readonly string[] } | DeadLetterFilter, now: number): Promise<string[]>;
   /**
+   * How many dead letters `replayDeadLetters(filter)` would replay now, changing nothing: the
+   * open ones matching `filter` whose delivery is dead and whose endpoint still exists.
+   */
+  countReplayableDeadLetters(filter: DeadLetterFilter): Promise<number>;
+  /**
    * Acknowledges or discards the named dead letters that are open, all or none of them (one
    * transaction, or one statement); names the others, unknown or closed, in `skipped`.
    */

@@ -95,6 +95,32 @@ export async function replayDeadLetters(
 }
 
 /**
+ * How many of the open dead letters matching `filter` a replay would revive (the conditions of
+ * `replayDeadLetters`): those whose endpoint exists and whose delivery is dead.
+ */
+export async function countReplayableDeadLetters(db: StoreDb, filter: DeadLetterFilter): Promise<number> {
+  const base = deadLetterReplayFilter(filter);
+  if (base === undefined) return 0;
+  const endpointIds = (await db.deadLetters.distinct('endpointId', base)) as string[];
+  const existing = (await db.endpoints.find({ _id: { $in: endpointIds } }, { projection: { _id: 1 } }).toArray()).map((e) => e._id);
+  if (existing.length === 0) return 0;
+  let count = 0;
+  // Checked a chunk at a time against the deliveries: a dead letter's delivery may have been revived another way.
+  let after: { createdAt: number; ord: DeadLetterDoc['ord'] } | undefined;
+  for (;;) {
+    const rows = await db.deadLetters
+      .find({ $and: [base, { endpointId: { $in: existing } }, afterKeyFilter(after)] }, { projection: { deliveryId: 1, createdAt: 1, ord: 1 } })
+      .sort(DEAD_LETTER_REPLAY_SORT)
+      .limit(CHUNK)
+      .toArray();
+    if (rows.length > 0) count += await db.deliveries.countDocuments({ _id: { $in: rows.map((row) => row.deliveryId) }, status: 'dead' });
+    const last = rows.at(-1);
+    if (rows.length < CHUNK || last === undefined) return count;
+    after = { createdAt: last.createdAt, ord: last.ord };
+  }
+}
+
+/**
  * Sets the triage of the open ones among `request.ids`, in one transaction: the states read are
  * those the update acts on (a concurrent change aborts and retries the transaction).
  */

@@ -66,7 +66,7 @@ import { claimDue, claimForEndpoints, UnsentClaims } from './claims.ts';
 import type { StoreDb } from './collections.ts';
 import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../../dead-letters/failure-groups.ts';
 import { failureGroups, replayFailureGroup } from './failure-groups.ts';
-import { getDeadLetter, listDeadLetters, replayDeadLetters, triageDeadLetters, unreviewedDeadLetters } from './dead-letters.ts';
+import { countReplayableDeadLetters, getDeadLetter, listDeadLetters, replayDeadLetters, triageDeadLetters, unreviewedDeadLetters } from './dead-letters.ts';
 import { countDeliveries, getDelivery, listAttempts, listDeliveries, nextDueAt } from './delivery-log.ts';
 import type { EmbeddedServer, StartEmbeddedServer } from './embedded-server.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, resumeDeliveries, tenantExists, updateEndpoint } from './endpoints.ts';
@@ -578,6 +578,10 @@ export class MongoStore implements Store {
 
   async triageDeadLetters(request: TriageRequest, now: number): Promise<TriageOutcome> {
     return this.#run('triageDeadLetters', (state) => triageDeadLetters(state, request, now));
+  }
+
+  async countReplayableDeadLetters(filter: DeadLetterFilter): Promise<number> {
+    return this.#run('countReplayableDeadLetters', (state) => countReplayableDeadLetters(state, filter));
   }
 
   async unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {

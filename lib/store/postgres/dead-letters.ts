@@ -83,6 +83,20 @@ export class DeadLetterQueries {
     return rows.map((row) => ({ id: row.id, createdAt: row.created_at, seq: row.seq }));
   }
 
+  /** How many of the open dead letters matching `filter` a replay would revive (the conditions of `replay`). */
+  async countReplayable(sql: Sql, filter: DeadLetterFilter): Promise<number> {
+    const states = replayableStates(filter);
+    if (states.length === 0) return 0;
+    const where = filterConditions(filter, states);
+    where.always(`EXISTS (SELECT 1 FROM ${this.#s}.deliveries d JOIN ${this.#s}.endpoints e ON e.id = d.endpoint_id
+      WHERE d.id = dead_letters.delivery_id AND d.status = 'dead')`);
+    const [row] = await sql.query<{ count: number | string }>(
+      `SELECT count(*)::int AS count FROM ${this.#s}.dead_letters ${where.clause()}`,
+      where.values,
+    );
+    return Number(row?.count ?? 0);
+  }
+
   /**
    * Sets the triage of the open ones among `request.ids`, in one statement: the rows are locked
    * first, so the states read are those the update acts on.

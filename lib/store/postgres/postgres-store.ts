@@ -430,6 +430,10 @@ export class PostgresStore implements Store {
     return this.#run('triageDeadLetters', (sql) => this.#deadLetters.triage(sql, request, now));
   }
 
+  async countReplayableDeadLetters(filter: DeadLetterFilter): Promise<number> {
+    return this.#run('countReplayableDeadLetters', (sql) => this.#deadLetters.countReplayable(sql, filter));
+  }
+
   async unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {
     return this.#run('unreviewedDeadLetters', (sql) => this.#deadLetters.unreviewed(sql, cap));
   }

@@ -77,6 +77,14 @@ export class DeadLetterStatements {
     return this.#dynamic.get<DeadLetterRow>(sql).all({ ...params, afterCreatedAt: after.createdAt, afterId: after.id });
   }
 
+  /** How many of the open dead letters matching `filter` a replay would revive (the conditions of `replay`). */
+  countReplayable(filter: DeadLetterFilter): number {
+    const { where, params } = deadLetterWhere(filter, replayableStates(filter));
+    where.push(`EXISTS (SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+      WHERE d.id = dead_letters.delivery_id AND d.status = 'dead')`);
+    return this.#dynamic.get<number>(`SELECT count(*) FROM dead_letters ${whereClause(where)}`).pluck().get(params) ?? 0;
+  }
+
   /** Replays `rows`, answering the ids of those replayed. Writes two rows each: run it in a transaction. */
   replay(rows: readonly DeadLetterRow[], now: number): string[] {
     const ids: string[] = [];

@@ -194,6 +194,10 @@ export class SqliteStoreThread implements Store {
   triageDeadLetters(request: TriageRequest, now: number): Promise<TriageOutcome> {
     return this.#call('triageDeadLetters', [request, now]);
   }
+  countReplayableDeadLetters(filter: DeadLetterFilter): Promise<number> {
+    return this.#call('countReplayableDeadLetters', [filter]);
+  }
+
   unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {
     return this.#call('unreviewedDeadLetters', [cap]);
   }

@@ -457,6 +457,10 @@ export class SqliteStore implements Store {
     return this.#run('triageDeadLetters', ({ db, deadLetters }) => db.transaction(() => deadLetters.triage(request, now)).immediate());
   }
 
+  async countReplayableDeadLetters(filter: DeadLetterFilter): Promise<number> {
+    return this.#run('countReplayableDeadLetters', ({ deadLetters }) => deadLetters.countReplayable(filter), 'read');
+  }
+
   async unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {
     return this.#run('unreviewedDeadLetters', ({ db, deadLetters }) => db.transaction(() => deadLetters.unreviewed(cap))(), 'read');
   }
