@@ -6,7 +6,7 @@
  */
 import { triageOutcome, type TriageOutcome } from '../../dead-letters/triage.ts';
 import type { DeadLetter } from '../../model.ts';
-import type { DeadLetterFilter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
+import type { DeadLetterFilter, ReplayableDeadLetter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
 import { CHUNK } from './collections.ts';
 import type { StoreDb } from './collections.ts';
 import { deadLetterFromDoc, triageFromDoc } from './documents.ts';
@@ -92,6 +92,25 @@ export async function replayDeadLetters(
     if (rows.length < CHUNK || last === undefined) return replayed;
     after = { createdAt: last.createdAt, ord: last.ord };
   }
+}
+
+/** The next open dead letters matching `filter`, oldest first, after the dead letter `afterId` (or from the start). */
+export async function replayableDeadLetterPage(
+  db: StoreDb,
+  filter: DeadLetterFilter,
+  afterId: string | null,
+  limit: number,
+): Promise<ReplayableDeadLetter[]> {
+  const base = deadLetterReplayFilter(filter);
+  if (base === undefined || limit < 1) return [];
+  const cursor = afterId === null ? null : await db.deadLetters.findOne({ _id: afterId }, { projection: { createdAt: 1, ord: 1 } });
+  const after = cursor === null ? undefined : { createdAt: cursor.createdAt, ord: cursor.ord };
+  const rows = await db.deadLetters
+    .find({ $and: [base, afterKeyFilter(after)] }, { projection: { deliveryId: 1 } })
+    .sort(DEAD_LETTER_REPLAY_SORT)
+    .limit(limit)
+    .toArray();
+  return rows.map((row) => ({ id: row._id, deliveryId: row.deliveryId }));
 }
 
 /**

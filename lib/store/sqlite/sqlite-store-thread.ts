@@ -22,6 +22,7 @@ import type { DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, Outbo
 import { workerExecArgv } from '../../worker-exec-argv.ts';
 import { isTypeScriptModule, workerModule } from '../../worker-module.ts';
 import type {
+  ReplayableDeadLetter,
   ClaimRequest,
   DeadLetterFilter,
   DeliveryFilter,
@@ -196,6 +197,10 @@ export class SqliteStoreThread implements Store {
   }
   countReplayableDeadLetters(filter: DeadLetterFilter): Promise<number> {
     return this.#call('countReplayableDeadLetters', [filter]);
+  }
+
+  replayableDeadLetterPage(filter: DeadLetterFilter, afterId: string | null, limit: number): Promise<ReplayableDeadLetter[]> {
+    return this.#call('replayableDeadLetterPage', [filter, afterId, limit]);
   }
 
   unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {
