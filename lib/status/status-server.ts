@@ -297,7 +297,8 @@ export class StatusServer {
       const input = await body();
       const ids = replayIds(input);
       if (ids === undefined) {
-        const { dryRun, filter } = replayRequest(input);
+        const { dryRun, filter, chunkSize } = replayRequest(input);
+        if (chunkSize !== undefined) throw new ValidationError('chunkSize', 'belongs to POST /v1/replays (a paced replay job)');
         if (dryRun) return { status: 200, json: { dryRun: true, wouldReplay: await h.countReplayableDeadLetters(filter) } };
         const replayed = await h.replayDeadLetters(filter);
         return { status: 202, json: { replayed: replayed.length, ids: replayed, skipped: [] } };
@@ -320,6 +321,15 @@ export class StatusServer {
       await h.replayDeadLetter(params.id ?? '');
       return { status: 202, json: { replayed: 1, ids: [params.id] } };
     }, ownDeadLetter);
+    // Paced bulk replays (lib/dead-letters/replay-jobs.ts): a dry run counts, otherwise a job starts.
+    this.#route('POST', '/v1/replays', async ({ body }) => {
+      const { dryRun, filter, chunkSize } = replayRequest(await body());
+      if (dryRun) return { status: 200, json: { dryRun: true, wouldReplay: await h.countReplayableDeadLetters(filter) } };
+      return { status: 202, json: await h.startReplay(filter, chunkSize === undefined ? {} : { chunkSize }) };
+    });
+    this.#route('GET', '/v1/replays', async () => ({ status: 200, json: { data: h.listReplays() } }));
+    this.#route('GET', '/v1/replays/:id', async ({ params }) => ({ status: 200, json: h.getReplay(params.id ?? '') }));
+    this.#route('DELETE', '/v1/replays/:id', async ({ params }) => ({ status: 200, json: h.cancelReplay(params.id ?? '') }));
     // Failures grouped by endpoint and failure kind, and a group's replay.
     this.#route('GET', '/v1/failures', async ({ query }) => ({ status: 200, json: { data: await h.failureGroups(failureGroupFilter(query)) } }), tenantListing);
     this.#route('POST', '/v1/failures/replay', async ({ body }) => ({ status: 202, json: await h.replayFailureGroup(await body()) }), {
@@ -573,14 +583,16 @@ function failureGroupFilter(query: URLSearchParams): FailureGroupFilter {
 }
 
 /** The body of a bulk replay by filter: `{endpointId?, tenantId?, since?, until?}`, at least one of them. */
-/** A bulk replay's body: the filter, and `dryRun: true` to count the matches instead of replaying them. */
-function replayRequest(body: unknown): { dryRun: boolean; filter: DeadLetterFilter } {
-  if (body === null || typeof body !== 'object' || Array.isArray(body) || !Object.hasOwn(body, 'dryRun')) {
-    return { dryRun: false, filter: replayFilter(body) };
-  }
-  const { dryRun, ...filter } = body as { dryRun: unknown };
+/**
+ * A bulk replay's body: the filter, `dryRun: true` to count the matches instead of replaying them,
+ * and (for a replay job) `chunkSize`, checked by the job.
+ */
+function replayRequest(body: unknown): { dryRun: boolean; filter: DeadLetterFilter; chunkSize?: number } {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return { dryRun: false, filter: replayFilter(body) };
+  const { dryRun = false, chunkSize, ...filter } = body as { dryRun?: unknown; chunkSize?: unknown };
   if (typeof dryRun !== 'boolean') throw new ValidationError('dryRun', `must be true or false (got ${JSON.stringify(dryRun)})`);
-  return { dryRun, filter: replayFilter(filter) };
+  if (chunkSize !== undefined && typeof chunkSize !== 'number') throw new ValidationError('chunkSize', `must be a number (got ${JSON.stringify(chunkSize)})`);
+  return { dryRun, filter: replayFilter(filter), ...(chunkSize === undefined ? {} : { chunkSize }) };
 }
 
 function replayFilter(body: unknown): DeadLetterFilter {
