@@ -122,6 +122,17 @@ describe('ReplayJobs', () => {
       expect(jobs.cancel(started.id).state).to.equal(ReplayJobState.CANCELLED);
       expect(jobs.list().map((job) => job.id)).to.deep.equal([started.id]);
     });
+
+    it('ends every running job cancelled when the node closes, leaving no timer', async () => {
+      const clock = new ManualClock();
+      const backlog = new Backlog(300);
+      jobs = new ReplayJobs(backlog.deps(clock), { pollMs: POLL_MS });
+      const started = await jobs.start({}, { chunkSize: 100 });
+      expect(clock.nextTimerAt()).to.equal(clock.now() + POLL_MS);
+      jobs.close();
+      expect(jobs.get(started.id)).to.include({ state: ReplayJobState.CANCELLED, replayed: 100 });
+      expect(clock.nextTimerAt()).to.equal(undefined);
+    });
   });
 
   context('when the store fails', () => {
