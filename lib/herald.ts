@@ -24,6 +24,7 @@ import {
 } from './endpoints/endpoint-input.ts';
 import { validateFailureGroupInput } from './dead-letters/failure-group-input.ts';
 import type { FailureGroup, FailureGroupFilter, FailureGroupReplay } from './dead-letters/failure-groups.ts';
+import { ReplayJobs, type ReplayJob, type ReplayJobOptions } from './dead-letters/replay-jobs.ts';
 import { ReviewWatch, UNREVIEWED_COUNT_CAP } from './dead-letters/review-watch.ts';
 import type { OperatorTriageState, TriageOutcome } from './dead-letters/triage.ts';
 import { validateBulkTriageInput, validateTriageInput } from './dead-letters/triage-input.ts';
@@ -187,6 +188,7 @@ export class Herald {
   readonly #startedAt: number;
   #purgeTimer: { cancel(): void } | undefined;
   readonly #reviewWatch: ReviewWatch;
+  readonly #replays: ReplayJobs;
   readonly #minutes: DeliveryMinuteRecorder;
   #fencedWrites = 0;
   #started = false;
@@ -334,6 +336,14 @@ export class Herald {
       onError: (error, droppedAttempts) =>
         emit('failure', { where: droppedAttempts === 0 ? 'delivery minutes' : `delivery minutes (${droppedAttempts} attempts' counts dropped)`, error }),
     });
+    this.#replays = new ReplayJobs({
+      clock,
+      countReplayable: (filter) => store.countReplayableDeadLetters(filter),
+      page: (filter, afterId, limit) => store.replayableDeadLetterPage(filter, afterId, limit),
+      replay: (ids, now) => store.replayDeadLetters({ ids }, now),
+      getDelivery: (id) => store.getDelivery(id),
+      signal: () => this.#supervisor.signal(),
+    });
     this.#reviewWatch = new ReviewWatch(config.deadLetters, {
       clock,
       unreviewed: () => store.unreviewedDeadLetters(UNREVIEWED_COUNT_CAP),
@@ -367,6 +377,7 @@ export class Herald {
   async close(): Promise<void> {
     this.#purgeTimer?.cancel();
     this.#reviewWatch.close();
+    this.#replays.close();
     await this.#supervisor.close();
     // Every attempt has settled: the last counts go out before the store closes.
     await this.#minutes.close();
@@ -672,6 +683,34 @@ export class Herald {
     const ids = await this.#store.replayDeadLetters(filter, this.#clock.now());
     this.#supervisor.signal();
     return ids;
+  }
+
+  /** How many dead letters `replayDeadLetters(filter)` would replay now; changes nothing (a dry run). */
+  async countReplayableDeadLetters(filter: DeadLetterFilter): Promise<number> {
+    return this.#store.countReplayableDeadLetters(filter);
+  }
+
+  /**
+   * Starts a paced replay of the open dead letters matching `filter` (see lib/dead-letters/replay-jobs.ts).
+   * @throws ValidationError (`HERALD_INVALID_INPUT`) for a bad `chunkSize`.
+   */
+  async startReplay(filter: DeadLetterFilter, options: ReplayJobOptions = {}): Promise<ReplayJob> {
+    return this.#replays.start(filter, options);
+  }
+
+  /** @throws NotFoundError (`HERALD_NOT_FOUND`). */
+  getReplay(id: string): ReplayJob {
+    return this.#replays.get(id);
+  }
+
+  /** This node's replay jobs, newest first. */
+  listReplays(): ReplayJob[] {
+    return this.#replays.list();
+  }
+
+  /** Stops a running replay job; the rest of its dead letters stay dead. @throws NotFoundError (`HERALD_NOT_FOUND`). */
+  cancelReplay(id: string): ReplayJob {
+    return this.#replays.cancel(id);
   }
 
   // Failures, grouped

@@ -126,11 +126,15 @@ export async function runDlq(args: readonly string[], io: CliIo): Promise<number
     }
     const bounded = { ...filter, until: filter.until ?? systemClock.now() };
     if (values['dry-run'] === true) {
-      const { data } = await client.get<{ data: DeadLetter[] }>('/v1/dead-letters', { ...bounded, limit: MAX_LIST });
-      if (values.json === true) writeJson(io, { dryRun: true, matching: data.length, more: data.length === MAX_LIST, ids: data.map((d) => d.id) });
+      // The count is the server's (every match); the listing shows the first ones.
+      const [{ wouldReplay }, { data }] = await Promise.all([
+        client.post<{ wouldReplay: number }>('/v1/dead-letters/replay', { ...bounded, dryRun: true }),
+        client.get<{ data: DeadLetter[] }>('/v1/dead-letters', { ...bounded, limit: MAX_LIST }),
+      ]);
+      if (values.json === true) writeJson(io, { dryRun: true, matching: wouldReplay, more: wouldReplay > data.length, ids: data.map((d) => d.id) });
       else {
         printLetters(io, data);
-        io.stdout.write(`Dry run: would replay ${data.length === MAX_LIST ? `at least ${MAX_LIST}` : data.length} dead letter(s).\n`);
+        io.stdout.write(`Dry run: would replay ${wouldReplay} dead letter(s)${wouldReplay > data.length ? ` (the first ${data.length} listed)` : ''}.\n`);
       }
       return 0;
     }

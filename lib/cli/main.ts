@@ -13,6 +13,7 @@ import {
   DLQ_USAGE,
   ENDPOINTS_USAGE,
   FAILURES_USAGE,
+  REPLAYS_USAGE,
   PUBLISH_USAGE,
   SECRETS_USAGE,
   START_USAGE,
@@ -30,6 +31,7 @@ const COMMANDS: Readonly<Record<string, { load: () => Promise<Command>; usage: s
   deliveries: { load: async () => (await import('./deliveries-command.ts')).runDeliveries, usage: DELIVERIES_USAGE },
   dlq: { load: async () => (await import('./dlq-command.ts')).runDlq, usage: DLQ_USAGE },
   failures: { load: async () => (await import('./failures-command.ts')).runFailures, usage: FAILURES_USAGE },
+  replays: { load: async () => (await import('./replays-command.ts')).runReplays, usage: REPLAYS_USAGE },
   tokens: { load: async () => (await import('./tokens-command.ts')).runTokens, usage: TOKENS_USAGE },
   status: { load: async () => (await import('./status-command.ts')).runStatus, usage: STATUS_USAGE },
   secrets: { load: async () => (await import('./secrets-command.ts')).runSecrets, usage: SECRETS_USAGE },
@@ -44,6 +46,7 @@ Operations (against a running node's admin API; \`herald <command> --help\` for 
   herald dlq list [--state new] | dlq ack|discard <id…> --note <why> --by <who>
   herald dlq replay [--id <id> | --endpoint <id> --since <time> --until <time>] [--dry-run]
   herald failures [--endpoint <id>] [--tenant <id>] | failures replay --endpoint <id> --kind <kind>
+  herald replays list|show|cancel <id> | replays start --endpoint <id> --since <time> [--dry-run] [--wait]
   herald tokens create|list|revoke --tenant <id>
   herald status
 

@@ -61,6 +61,16 @@ export const DLQ_USAGE = `Usage: herald dlq list [--state new|acknowledged|repla
   A bulk replay needs at least one of --endpoint, --tenant, --since, --until
   (--since 100w replays everything). It replays --page-size (100) at a time and shows progress.`;
 
+export const REPLAYS_USAGE = `Usage: herald replays [list]
+       herald replays show <replay job id>
+       herald replays cancel <replay job id>
+       herald replays start [--endpoint <id>] [--tenant <id>] [--since <time>] [--until <time>] [--chunk-size <n, default 100>] [--dry-run] [--wait]
+
+  A replay job replays the open dead letters matching the filter (at least one of --endpoint, --tenant,
+  --since, --until) a chunk at a time, as the endpoints drain them; new events are not held behind it.
+  --dry-run prints how many it would replay and starts nothing; --wait follows its progress until it ends.
+  cancel stops it: what it replayed stays replayed, the rest stays dead. Jobs live on the node that runs them.`;
+
 export const FAILURES_USAGE = `Usage: herald failures [--endpoint <id>] [--tenant <id>] [--limit <n, default 100>]
        herald failures replay --endpoint <id> --kind <kind>
 

@@ -297,7 +297,10 @@ export class StatusServer {
       const input = await body();
       const ids = replayIds(input);
       if (ids === undefined) {
-        const replayed = await h.replayDeadLetters(replayFilter(input));
+        const { dryRun, filter, chunkSize } = replayRequest(input);
+        if (chunkSize !== undefined) throw new ValidationError('chunkSize', 'belongs to POST /v1/replays (a paced replay job)');
+        if (dryRun) return { status: 200, json: { dryRun: true, wouldReplay: await h.countReplayableDeadLetters(filter) } };
+        const replayed = await h.replayDeadLetters(filter);
         return { status: 202, json: { replayed: replayed.length, ids: replayed, skipped: [] } };
       }
       // By id: each one replayed on its own; one already replayed or unknown is skipped, not fatal.
@@ -318,6 +321,15 @@ export class StatusServer {
       await h.replayDeadLetter(params.id ?? '');
       return { status: 202, json: { replayed: 1, ids: [params.id] } };
     }, ownDeadLetter);
+    // Paced bulk replays (lib/dead-letters/replay-jobs.ts): a dry run counts, otherwise a job starts.
+    this.#route('POST', '/v1/replays', async ({ body }) => {
+      const { dryRun, filter, chunkSize } = replayRequest(await body());
+      if (dryRun) return { status: 200, json: { dryRun: true, wouldReplay: await h.countReplayableDeadLetters(filter) } };
+      return { status: 202, json: await h.startReplay(filter, chunkSize === undefined ? {} : { chunkSize }) };
+    });
+    this.#route('GET', '/v1/replays', async () => ({ status: 200, json: { data: h.listReplays() } }));
+    this.#route('GET', '/v1/replays/:id', async ({ params }) => ({ status: 200, json: h.getReplay(params.id ?? '') }));
+    this.#route('DELETE', '/v1/replays/:id', async ({ params }) => ({ status: 200, json: h.cancelReplay(params.id ?? '') }));
     // Failures grouped by endpoint and failure kind, and a group's replay.
     this.#route('GET', '/v1/failures', async ({ query }) => ({ status: 200, json: { data: await h.failureGroups(failureGroupFilter(query)) } }), tenantListing);
     this.#route('POST', '/v1/failures/replay', async ({ body }) => ({ status: 202, json: await h.replayFailureGroup(await body()) }), {
@@ -571,6 +583,18 @@ function failureGroupFilter(query: URLSearchParams): FailureGroupFilter {
 }
 
 /** The body of a bulk replay by filter: `{endpointId?, tenantId?, since?, until?}`, at least one of them. */
+/**
+ * A bulk replay's body: the filter, `dryRun: true` to count the matches instead of replaying them,
+ * and (for a replay job) `chunkSize`, checked by the job.
+ */
+function replayRequest(body: unknown): { dryRun: boolean; filter: DeadLetterFilter; chunkSize?: number } {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return { dryRun: false, filter: replayFilter(body) };
+  const { dryRun = false, chunkSize, ...filter } = body as { dryRun?: unknown; chunkSize?: unknown };
+  if (typeof dryRun !== 'boolean') throw new ValidationError('dryRun', `must be true or false (got ${JSON.stringify(dryRun)})`);
+  if (chunkSize !== undefined && typeof chunkSize !== 'number') throw new ValidationError('chunkSize', `must be a number (got ${JSON.stringify(chunkSize)})`);
+  return { dryRun, filter: replayFilter(filter), ...(chunkSize === undefined ? {} : { chunkSize }) };
+}
+
 function replayFilter(body: unknown): DeadLetterFilter {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ValidationError('body', 'must be a JSON object');
   const allowed = ['endpointId', 'tenantId', 'since', 'until'];

@@ -205,6 +205,12 @@ export interface TriageRequest {
 }
 
 /** The dead letters nobody has reviewed yet (state `new`), all nodes together. */
+/** A dead letter a replay job may release: its id (the job's cursor) and its delivery. */
+export interface ReplayableDeadLetter {
+  readonly id: string;
+  readonly deliveryId: string;
+}
+
 export interface UnreviewedDeadLetters {
   /** How many, counted up to the cap asked for. */
   readonly count: number;
@@ -322,6 +328,17 @@ export interface Store {
    * open ones (`replayableStates`). Returns the ids of the dead letters replayed.
    */
   replayDeadLetters(selection: { readonly ids: readonly string[] } | DeadLetterFilter, now: number): Promise<string[]>;
+  /**
+   * How many dead letters `replayDeadLetters(filter)` would replay now, changing nothing: the
+   * open ones matching `filter` whose delivery is dead and whose endpoint still exists.
+   */
+  countReplayableDeadLetters(filter: DeadLetterFilter): Promise<number>;
+  /**
+   * The next open dead letters matching `filter` (as a replay by filter takes them), oldest first,
+   * after the dead letter `afterId` in that order (from the start when null); at most `limit`
+   * (1 to 1000). A replay job reads its chunks with this and replays them by id.
+   */
+  replayableDeadLetterPage(filter: DeadLetterFilter, afterId: string | null, limit: number): Promise<ReplayableDeadLetter[]>;
   /**
    * Acknowledges or discards the named dead letters that are open, all or none of them (one
    * transaction, or one statement); names the others, unknown or closed, in `skipped`.

@@ -22,7 +22,7 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describeMachine } from './harness.ts';
 
-const SCENARIOS = ['throughput', 'latency', 'isolation', 'signing', 'timers', 'endpoints', 'recovery', 'adaptive', 'cluster', 'peers'] as const;
+const SCENARIOS = ['throughput', 'latency', 'isolation', 'signing', 'timers', 'endpoints', 'recovery', 'adaptive', 'cluster', 'replay', 'peers'] as const;
 /** Hard bound per scenario process: past it, the scenario is killed and reported as failed. */
 /** Scenarios that read the heap after a full GC; the others must not get --expose-gc, which worker threads (the signing pool) refuse. */
 const NEEDS_GC: ReadonlySet<string> = new Set(['timers', 'endpoints']);
@@ -173,6 +173,19 @@ for (const [name, r] of Object.entries(scenarios)) {
         `sqlite 1p ${fmt(r.oneProcessPerSec)}, 2p ${fmt(r.twoProcessesPerSec)} ev/s (slots ${Array.isArray(r.slotsPerNode) ? r.slotsPerNode.join('+') : '—'}, dup ${fmt(duplicates?.twoProcesses)}); ${postgres} (${fmt(r.events)} events)`,
         'postgres 2/1 ≥ 1.6',
         verdict(r),
+      ]);
+      break;
+    }
+    case 'replay': {
+      const quiet = (r.withoutReplay ?? {}) as Result;
+      const paced = (r.pacedJob ?? {}) as Result;
+      const bulk = (r.bulkReplay ?? {}) as Result;
+      rows.push([
+        name,
+        '—',
+        `${fmt(r.deadLetters)} dead letters, new events at ${fmt(r.newEventsPerSec)}/s: p50/p99 ${fmt(quiet.p50Ms)}/${fmt(quiet.p99Ms, ' ms')} without a replay, ${fmt(paced.p50Ms)}/${fmt(paced.p99Ms, ' ms')} during the paced job (${fmt(paced.replayedPerSec)}/s), ${fmt(bulk.p50Ms)}/${fmt(bulk.p99Ms, ' ms')} during the bulk replay (${fmt(bulk.replayedPerSec)}/s)`,
+        'report',
+        '—',
       ]);
       break;
     }

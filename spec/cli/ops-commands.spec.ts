@@ -232,6 +232,41 @@ describe('herald ops commands (CLI against a running status port)', function () 
     });
   });
 
+  describe('replays', () => {
+    it('dry-runs, starts, shows, lists and cancels a paced replay job, and follows one to its end with --wait', async () => {
+      const { endpoint, before } = await threeDeadLetters('replays');
+      answer = 200;
+      expect(ok(await herald(['replays', 'start', '--endpoint', endpoint.id, '--dry-run', '--json'])).json).to.deep.equal({ dryRun: true, wouldReplay: 3 });
+
+      const started = ok(await herald(['replays', 'start', '--endpoint', endpoint.id, '--chunk-size', '1', '--json'])).json;
+      expect(started).to.include({ state: 'running', total: 3, replayed: 1 });
+      await attemptsSeen(t, before + 4);
+      await t.herald.idle();
+      const [list, show] = await Promise.all([herald(['replays', 'list', '--json']), herald(['replays', 'show', started.id])]);
+      expect(ok(list).json.map((j: { id: string }) => j.id)).to.deep.equal([started.id]);
+      expect(ok(show).stdout).to.include(started.id).and.include('running');
+      expect(ok(await herald(['replays', 'cancel', started.id, '--json'])).json).to.include({ state: 'cancelled', replayed: 1 });
+      expect(ok(await herald(['replays', 'start', '--endpoint', endpoint.id, '--dry-run'])).stdout).to.equal('Dry run: would replay 2 dead letter(s).\n');
+
+      // The job paces itself on the node's (manual) clock; the CLI polls on real time.
+      const waiting = herald(['replays', 'start', '--endpoint', endpoint.id, '--chunk-size', '1', '--wait', '--json']);
+      let exited = false;
+      void waiting.finally(() => (exited = true));
+      while (!exited) {
+        t.clock.advance(250);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const followed = ok(await waiting);
+      expect(followed.json).to.include({ state: 'done', total: 2, replayed: 2 });
+      expect(followed.stderr).to.include('2/2 dead letters replayed');
+      await attemptsSeen(t, before + 6);
+
+      const bad = await herald(['replays', 'start']);
+      expect(bad.code).to.equal(2);
+      expect(bad.stderr).to.include('at least one of --endpoint');
+    });
+  });
+
   describe('tokens', () => {
     it('creates a token printed once, lists it without the secret, revokes it (refused at once), and refuses bad usage', async () => {
       const created = ok(await herald(['tokens', 'create', '--tenant', 'acme', '--name', 'acme developers', '--expires', '90d']));

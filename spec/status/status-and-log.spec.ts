@@ -215,6 +215,30 @@ describe('Status port: status, readiness and the delivery log', () => {
     });
   });
 
+  describe('POST /v1/dead-letters/replay with dryRun', () => {
+    it('answers how many a replay by the filter would replay, replaying nothing, and refuses a dryRun that is not a boolean', async () => {
+      f = await startStatus();
+      const { t } = f;
+      sink = await startServer(() => ({ status: 404 }));
+      const { endpoint } = await t.herald.createEndpoint({ tenantId: 'acme', url: sink.url });
+      await t.herald.publish([1, 2, 3].map((n) => ({ tenantId: 'acme', type: 'a.b', payload: { n } })));
+      await attemptsSeen(t, 3);
+      await t.herald.idle();
+
+      const dry = await f.api('POST', '/v1/dead-letters/replay', { endpointId: endpoint.id, dryRun: true });
+      expectOk(dry, 200);
+      expect(dry.json).to.deep.equal({ dryRun: true, wouldReplay: 3 });
+      expect((await f.api('POST', '/v1/dead-letters/replay', { tenantId: 'globex', dryRun: true })).json.wouldReplay).to.equal(0);
+      expect((await t.herald.listDeadLetters({ endpointId: endpoint.id })).length).to.equal(3);
+      expect((await t.herald.listDeliveries({ endpointId: endpoint.id })).map((d) => d.status)).to.deep.equal(['dead', 'dead', 'dead']);
+
+      const bad = await f.api('POST', '/v1/dead-letters/replay', { endpointId: endpoint.id, dryRun: 'yes' });
+      expect(bad.status).to.equal(400);
+      expect(bad.json.error).to.include({ code: 'HERALD_INVALID_INPUT', field: 'dryRun' });
+      expect((await f.api('POST', '/v1/dead-letters/replay', { dryRun: true })).json.error).to.include({ field: 'body' });
+    });
+  });
+
   describe('POST /v1/dead-letters/replay with ids', () => {
     it('replays the ids given, skipping one replayed already or unknown, and refuses an empty list or a mix with a filter', async () => {
       f = await startStatus();

@@ -21,7 +21,7 @@ export interface StatusFixture {
   readonly t: TestHerald;
   readonly server: StatusServer;
   readonly base: string;
-  api(method: 'GET' | 'POST', path: string, body?: unknown, token?: string | null): Promise<ApiReply>;
+  api(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, token?: string | null): Promise<ApiReply>;
   close(): Promise<void>;
 }
 

@@ -1143,6 +1143,49 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           expect((await store.countDeliveries()).pending).to.equal(4);
         });
 
+        it('counts what a replay by the same filter would replay, changing nothing', async () => {
+          await addEndpoint('ep_1', 'acme');
+          await addEndpoint('ep_2', 'acme');
+          await addEndpoint('ep_gone', 'acme');
+          const t0 = clock.now();
+          await deadDelivery('ep_1', 'dl_1');
+          clock.advance(HOUR);
+          await deadDelivery('ep_1', 'dl_2');
+          const thrown = await deadDelivery('ep_1', 'dl_discarded');
+          await deadDelivery('ep_2', 'dl_3');
+          await deadDelivery('ep_gone', 'dl_orphan');
+          await store.triageDeadLetters({ ids: ['dl_discarded'], state: 'discarded', note: 'test event', by: 'bob' }, clock.now());
+          expect(await store.deleteEndpoint('ep_gone', clock.now())).to.equal(true);
+
+          expect(await store.countReplayableDeadLetters({ tenantId: 'acme' })).to.equal(3);
+          expect(await store.countReplayableDeadLetters({ endpointId: 'ep_1' })).to.equal(2);
+          expect(await store.countReplayableDeadLetters({ endpointId: 'ep_1', since: t0 + HOUR })).to.equal(1);
+          expect(await store.countReplayableDeadLetters({ endpointId: 'ep_1', state: 'discarded' })).to.equal(0);
+          expect(await store.countReplayableDeadLetters({ endpointId: 'ep_gone' })).to.equal(0);
+          expect((await store.countDeliveries()).pending).to.equal(0);
+          expect((await store.getDelivery(thrown.deliveryId))?.status).to.equal('dead');
+
+          expect((await store.replayDeadLetters({ tenantId: 'acme' }, clock.now())).length).to.equal(3);
+          expect(await store.countReplayableDeadLetters({ tenantId: 'acme' })).to.equal(0);
+        });
+
+        it('pages the open matches oldest first after a dead-letter cursor, with their deliveries', async () => {
+          await addEndpoint('ep_1');
+          await addEndpoint('ep_2');
+          const deliveries = new Map<string, string>();
+          for (let i = 0; i < 5; i++) deliveries.set(`dl_${i}`, (await deadDelivery('ep_1', `dl_${i}`)).deliveryId);
+          clock.advance(MINUTE);
+          await deadDelivery('ep_2', 'dl_other');
+          await store.triageDeadLetters({ ids: ['dl_1'], state: 'discarded', note: 'test event', by: 'bob' }, clock.now());
+
+          const first = await store.replayableDeadLetterPage({ endpointId: 'ep_1' }, null, 2);
+          expect(first).to.deep.equal([{ id: 'dl_0', deliveryId: deliveries.get('dl_0') }, { id: 'dl_2', deliveryId: deliveries.get('dl_2') }]);
+          await store.replayDeadLetters({ ids: ['dl_0', 'dl_2'] }, clock.now());
+          expect((await store.replayableDeadLetterPage({ endpointId: 'ep_1' }, 'dl_2', 10)).map((d) => d.id)).to.deep.equal(['dl_3', 'dl_4']);
+          expect((await store.replayableDeadLetterPage({ endpointId: 'ep_1' }, 'dl_4', 10))).to.deep.equal([]);
+          expect((await store.replayableDeadLetterPage({ tenantId: 'acme' }, null, 10)).map((d) => d.id)).to.deep.equal(['dl_3', 'dl_4', 'dl_other']);
+        });
+
         it('replays all matches, ignoring limit', async () => {
           await addEndpoint('ep_1');
           for (let i = 0; i < 3; i++) await deadDelivery('ep_1', `dl_${i}`);

@@ -6,7 +6,7 @@
  */
 import { triageOutcome, type TriageOutcome } from '../../dead-letters/triage.ts';
 import type { DeadLetter } from '../../model.ts';
-import type { DeadLetterFilter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
+import type { DeadLetterFilter, ReplayableDeadLetter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
 import { CHUNK } from './collections.ts';
 import type { StoreDb } from './collections.ts';
 import { deadLetterFromDoc, triageFromDoc } from './documents.ts';
@@ -90,6 +90,51 @@ export async function replayDeadLetters(
     if (rows.length > 0) replayed.push(...(await replay(rows)));
     const last = rows.at(-1);
     if (rows.length < CHUNK || last === undefined) return replayed;
+    after = { createdAt: last.createdAt, ord: last.ord };
+  }
+}
+
+/** The next open dead letters matching `filter`, oldest first, after the dead letter `afterId` (or from the start). */
+export async function replayableDeadLetterPage(
+  db: StoreDb,
+  filter: DeadLetterFilter,
+  afterId: string | null,
+  limit: number,
+): Promise<ReplayableDeadLetter[]> {
+  const base = deadLetterReplayFilter(filter);
+  if (base === undefined || limit < 1) return [];
+  const cursor = afterId === null ? null : await db.deadLetters.findOne({ _id: afterId }, { projection: { createdAt: 1, ord: 1 } });
+  const after = cursor === null ? undefined : { createdAt: cursor.createdAt, ord: cursor.ord };
+  const rows = await db.deadLetters
+    .find({ $and: [base, afterKeyFilter(after)] }, { projection: { deliveryId: 1 } })
+    .sort(DEAD_LETTER_REPLAY_SORT)
+    .limit(limit)
+    .toArray();
+  return rows.map((row) => ({ id: row._id, deliveryId: row.deliveryId }));
+}
+
+/**
+ * How many of the open dead letters matching `filter` a replay would revive (the conditions of
+ * `replayDeadLetters`): those whose endpoint exists and whose delivery is dead.
+ */
+export async function countReplayableDeadLetters(db: StoreDb, filter: DeadLetterFilter): Promise<number> {
+  const base = deadLetterReplayFilter(filter);
+  if (base === undefined) return 0;
+  const endpointIds = (await db.deadLetters.distinct('endpointId', base)) as string[];
+  const existing = (await db.endpoints.find({ _id: { $in: endpointIds } }, { projection: { _id: 1 } }).toArray()).map((e) => e._id);
+  if (existing.length === 0) return 0;
+  let count = 0;
+  // Checked a chunk at a time against the deliveries: a dead letter's delivery may have been revived another way.
+  let after: { createdAt: number; ord: DeadLetterDoc['ord'] } | undefined;
+  for (;;) {
+    const rows = await db.deadLetters
+      .find({ $and: [base, { endpointId: { $in: existing } }, afterKeyFilter(after)] }, { projection: { deliveryId: 1, createdAt: 1, ord: 1 } })
+      .sort(DEAD_LETTER_REPLAY_SORT)
+      .limit(CHUNK)
+      .toArray();
+    if (rows.length > 0) count += await db.deliveries.countDocuments({ _id: { $in: rows.map((row) => row.deliveryId) }, status: 'dead' });
+    const last = rows.at(-1);
+    if (rows.length < CHUNK || last === undefined) return count;
     after = { createdAt: last.createdAt, ord: last.ord };
   }
 }

@@ -42,6 +42,7 @@ import type { Clock } from '../../clock.ts';
 import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, TenantToken } from '../../model.ts';
 import type {
+  ReplayableDeadLetter,
   ClaimRequest,
   DeadLetterFilter,
   DeliveryFilter,
@@ -66,7 +67,7 @@ import { claimDue, claimForEndpoints, UnsentClaims } from './claims.ts';
 import type { StoreDb } from './collections.ts';
 import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../../dead-letters/failure-groups.ts';
 import { failureGroups, replayFailureGroup } from './failure-groups.ts';
-import { getDeadLetter, listDeadLetters, replayDeadLetters, triageDeadLetters, unreviewedDeadLetters } from './dead-letters.ts';
+import { countReplayableDeadLetters, getDeadLetter, listDeadLetters, replayableDeadLetterPage, replayDeadLetters, triageDeadLetters, unreviewedDeadLetters } from './dead-letters.ts';
 import { countDeliveries, getDelivery, listAttempts, listDeliveries, nextDueAt } from './delivery-log.ts';
 import type { EmbeddedServer, StartEmbeddedServer } from './embedded-server.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, resumeDeliveries, tenantExists, updateEndpoint } from './endpoints.ts';
@@ -578,6 +579,14 @@ export class MongoStore implements Store {
 
   async triageDeadLetters(request: TriageRequest, now: number): Promise<TriageOutcome> {
     return this.#run('triageDeadLetters', (state) => triageDeadLetters(state, request, now));
+  }
+
+  async countReplayableDeadLetters(filter: DeadLetterFilter): Promise<number> {
+    return this.#run('countReplayableDeadLetters', (state) => countReplayableDeadLetters(state, filter));
+  }
+
+  async replayableDeadLetterPage(filter: DeadLetterFilter, afterId: string | null, limit: number): Promise<ReplayableDeadLetter[]> {
+    return this.#run('replayableDeadLetterPage', (state) => replayableDeadLetterPage(state, filter, afterId, clampLimit(limit, MAX_LIST_LIMIT)));
   }
 
   async unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {

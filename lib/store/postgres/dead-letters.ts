@@ -6,7 +6,7 @@
  */
 import { listedStates, OPEN_TRIAGE_STATES, replayableStates, TRIAGE_STATES, triageOutcome, type TriageOutcome } from '../../dead-letters/triage.ts';
 import type { DeadLetter, TriageState } from '../../model.ts';
-import type { DeadLetterFilter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
+import type { DeadLetterFilter, ReplayableDeadLetter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
 import { clampLimit, Conditions, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './delivery-log.ts';
 import { deadLetterFromRow, type AttemptRow, type DeadLetterRow } from '../sql-rows.ts';
 import type { Sql } from './sql.ts';
@@ -71,16 +71,40 @@ export class DeadLetterQueries {
   }
 
   /** The next page of open dead letters matching `filter`, oldest first, after a keyset cursor. */
-  async unreplayedPage(sql: Sql, filter: DeadLetterFilter, after: { createdAt: number; seq: number }): Promise<{ id: string; createdAt: number; seq: number }[]> {
+  async unreplayedPage(sql: Sql, filter: DeadLetterFilter, after: { createdAt: number; seq: number }, limit = REPLAY_CHUNK): Promise<{ id: string; deliveryId: string; createdAt: number; seq: number }[]> {
     const states = replayableStates(filter);
     if (states.length === 0) return [];
     const where = filterConditions(filter, states);
     where.add('(created_at, seq) > ($?, $?)', after.createdAt, after.seq);
-    const rows = await sql.query<{ id: string; created_at: number; seq: number }>(
-      `SELECT id, created_at, seq FROM ${this.#s}.dead_letters ${where.clause()} ORDER BY created_at, seq LIMIT ${REPLAY_CHUNK}`,
+    const rows = await sql.query<{ id: string; delivery_id: string; created_at: number; seq: number }>(
+      `SELECT id, delivery_id, created_at, seq FROM ${this.#s}.dead_letters ${where.clause()} ORDER BY created_at, seq LIMIT ${Math.floor(limit)}`,
       where.values,
     );
-    return rows.map((row) => ({ id: row.id, createdAt: row.created_at, seq: row.seq }));
+    return rows.map((row) => ({ id: row.id, deliveryId: row.delivery_id, createdAt: Number(row.created_at), seq: Number(row.seq) }));
+  }
+
+  /** `unreplayedPage` after the dead letter `afterId` (its creation time and sequence), or from the start. */
+  async replayablePage(sql: Sql, filter: DeadLetterFilter, afterId: string | null, limit: number): Promise<ReplayableDeadLetter[]> {
+    const [cursor] = afterId === null ? [] : await sql.query<{ created_at: number; seq: number }>(
+      `SELECT created_at, seq FROM ${this.#s}.dead_letters WHERE id = $1`,
+      [afterId],
+    );
+    const after = cursor === undefined ? { createdAt: Number.MIN_SAFE_INTEGER, seq: 0 } : { createdAt: Number(cursor.created_at), seq: Number(cursor.seq) };
+    return (await this.unreplayedPage(sql, filter, after, limit)).map((row) => ({ id: row.id, deliveryId: row.deliveryId }));
+  }
+
+  /** How many of the open dead letters matching `filter` a replay would revive (the conditions of `replay`). */
+  async countReplayable(sql: Sql, filter: DeadLetterFilter): Promise<number> {
+    const states = replayableStates(filter);
+    if (states.length === 0) return 0;
+    const where = filterConditions(filter, states);
+    where.always(`EXISTS (SELECT 1 FROM ${this.#s}.deliveries d JOIN ${this.#s}.endpoints e ON e.id = d.endpoint_id
+      WHERE d.id = dead_letters.delivery_id AND d.status = 'dead')`);
+    const [row] = await sql.query<{ count: number | string }>(
+      `SELECT count(*)::int AS count FROM ${this.#s}.dead_letters ${where.clause()}`,
+      where.values,
+    );
+    return Number(row?.count ?? 0);
   }
 
   /**

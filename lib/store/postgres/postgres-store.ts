@@ -30,6 +30,7 @@ import type { Clock } from '../../clock.ts';
 import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, TenantToken } from '../../model.ts';
 import type {
+  ReplayableDeadLetter,
   ClaimRequest,
   DeadLetterFilter,
   DeliveryFilter,
@@ -60,7 +61,7 @@ import type { TriageOutcome } from '../../dead-letters/triage.ts';
 import { redactUri } from '../store-setting.ts';
 import { ClaimQueries } from './claims.ts';
 import { DeadLetterQueries, REPLAY_CHUNK } from './dead-letters.ts';
-import { DeliveryLogQueries } from './delivery-log.ts';
+import { clampLimit, DeliveryLogQueries, MAX_LIST_LIMIT } from './delivery-log.ts';
 import { EndpointQueries } from './endpoints.ts';
 import { FailureGroupQueries } from './failure-groups.ts';
 import { FanOutQueries } from './fan-out.ts';
@@ -428,6 +429,14 @@ export class PostgresStore implements Store {
 
   async triageDeadLetters(request: TriageRequest, now: number): Promise<TriageOutcome> {
     return this.#run('triageDeadLetters', (sql) => this.#deadLetters.triage(sql, request, now));
+  }
+
+  async countReplayableDeadLetters(filter: DeadLetterFilter): Promise<number> {
+    return this.#run('countReplayableDeadLetters', (sql) => this.#deadLetters.countReplayable(sql, filter));
+  }
+
+  async replayableDeadLetterPage(filter: DeadLetterFilter, afterId: string | null, limit: number): Promise<ReplayableDeadLetter[]> {
+    return this.#run('replayableDeadLetterPage', (sql) => this.#deadLetters.replayablePage(sql, filter, afterId, clampLimit(limit, MAX_LIST_LIMIT)));
   }
 
   async unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {

@@ -7,7 +7,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { listedStates, replayableStates, TRIAGE_STATES, triageOutcome, type TriageOutcome } from '../../dead-letters/triage.ts';
 import type { DeadLetter, TriageState } from '../../model.ts';
-import type { DeadLetterFilter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
+import type { DeadLetterFilter, ReplayableDeadLetter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
 import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './delivery-log.ts';
 import { deadLetterFromRow, type AttemptRow, type DeadLetterRow } from '../sql-rows.ts';
 import { whereClause, type DynamicStatements, type Params, type Statement } from './sql.ts';
@@ -70,11 +70,26 @@ export class DeadLetterStatements {
   }
 
   /** The next `REPLAY_CHUNK` open dead letters that match `filter`, oldest first, after a keyset cursor. */
-  unreplayedPage(filter: DeadLetterFilter, after: { readonly createdAt: number; readonly id: string }): DeadLetterRow[] {
+  unreplayedPage(filter: DeadLetterFilter, after: { readonly createdAt: number; readonly id: string }, limit = REPLAY_CHUNK): DeadLetterRow[] {
     const { where, params } = deadLetterWhere(filter, replayableStates(filter));
     where.push('(created_at, id) > (@afterCreatedAt, @afterId)');
-    const sql = `SELECT * FROM dead_letters ${whereClause(where)} ORDER BY created_at, id LIMIT ${REPLAY_CHUNK}`;
+    const sql = `SELECT * FROM dead_letters ${whereClause(where)} ORDER BY created_at, id LIMIT ${Math.floor(limit)}`;
     return this.#dynamic.get<DeadLetterRow>(sql).all({ ...params, afterCreatedAt: after.createdAt, afterId: after.id });
+  }
+
+  /** `unreplayedPage` after the dead letter `afterId` (its creation time and id), or from the start. */
+  replayablePage(filter: DeadLetterFilter, afterId: string | null, limit: number): ReplayableDeadLetter[] {
+    const cursor = afterId === null ? undefined : this.#get.get(afterId);
+    const after = cursor === undefined ? { createdAt: Number.MIN_SAFE_INTEGER, id: '' } : { createdAt: cursor.created_at, id: cursor.id };
+    return this.unreplayedPage(filter, after, limit).map((row) => ({ id: row.id, deliveryId: row.delivery_id }));
+  }
+
+  /** How many of the open dead letters matching `filter` a replay would revive (the conditions of `replay`). */
+  countReplayable(filter: DeadLetterFilter): number {
+    const { where, params } = deadLetterWhere(filter, replayableStates(filter));
+    where.push(`EXISTS (SELECT 1 FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+      WHERE d.id = dead_letters.delivery_id AND d.status = 'dead')`);
+    return this.#dynamic.get<number>(`SELECT count(*) FROM dead_letters ${whereClause(where)}`).pluck().get(params) ?? 0;
   }
 
   /** Replays `rows`, answering the ids of those replayed. Writes two rows each: run it in a transaction. */

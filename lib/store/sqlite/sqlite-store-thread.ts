@@ -22,6 +22,7 @@ import type { DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, Outbo
 import { workerExecArgv } from '../../worker-exec-argv.ts';
 import { isTypeScriptModule, workerModule } from '../../worker-module.ts';
 import type {
+  ReplayableDeadLetter,
   ClaimRequest,
   DeadLetterFilter,
   DeliveryFilter,
@@ -194,6 +195,14 @@ export class SqliteStoreThread implements Store {
   triageDeadLetters(request: TriageRequest, now: number): Promise<TriageOutcome> {
     return this.#call('triageDeadLetters', [request, now]);
   }
+  countReplayableDeadLetters(filter: DeadLetterFilter): Promise<number> {
+    return this.#call('countReplayableDeadLetters', [filter]);
+  }
+
+  replayableDeadLetterPage(filter: DeadLetterFilter, afterId: string | null, limit: number): Promise<ReplayableDeadLetter[]> {
+    return this.#call('replayableDeadLetterPage', [filter, afterId, limit]);
+  }
+
   unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {
     return this.#call('unreviewedDeadLetters', [cap]);
   }

@@ -36,6 +36,7 @@ import type { Clock, TimerHandle } from '../../clock.ts';
 import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, TenantToken } from '../../model.ts';
 import type {
+  ReplayableDeadLetter,
   ClaimRequest,
   DeadLetterFilter,
   DeliveryFilter,
@@ -67,7 +68,7 @@ import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } fr
 import { ClaimStatements } from './claims.ts';
 import { CommitGroup, type MemberOutcome } from './commit-group.ts';
 import { DeadLetterStatements, REPLAY_CHUNK } from './dead-letters.ts';
-import { DeliveryLogStatements } from './delivery-log.ts';
+import { clampLimit, DeliveryLogStatements, MAX_LIST_LIMIT } from './delivery-log.ts';
 import { DeliveryMinuteStatements } from './delivery-minutes.ts';
 import { EndpointStatements } from './endpoints.ts';
 import { FailureGroupStatements } from './failure-groups.ts';
@@ -455,6 +456,14 @@ export class SqliteStore implements Store {
 
   async triageDeadLetters(request: TriageRequest, now: number): Promise<TriageOutcome> {
     return this.#run('triageDeadLetters', ({ db, deadLetters }) => db.transaction(() => deadLetters.triage(request, now)).immediate());
+  }
+
+  async countReplayableDeadLetters(filter: DeadLetterFilter): Promise<number> {
+    return this.#run('countReplayableDeadLetters', ({ deadLetters }) => deadLetters.countReplayable(filter), 'read');
+  }
+
+  async replayableDeadLetterPage(filter: DeadLetterFilter, afterId: string | null, limit: number): Promise<ReplayableDeadLetter[]> {
+    return this.#run('replayableDeadLetterPage', ({ deadLetters }) => deadLetters.replayablePage(filter, afterId, clampLimit(limit, MAX_LIST_LIMIT)), 'read');
   }
 
   async unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {
