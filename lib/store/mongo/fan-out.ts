@@ -43,9 +43,11 @@ export async function appendEvents(db: StoreDb, events: readonly OutboxEvent[]):
   });
 }
 
-/** The first `n` (at least 1) events waiting to be fanned out, oldest first. */
-export async function unfannedEvents({ events }: StoreDb, n: number): Promise<OutboxEvent[]> {
-  return (await events.find({ fannedOut: false }).sort({ createdAt: 1, ord: 1 }).limit(n).toArray()).map(eventFromDoc);
+/** The first `n` (at least 1) events waiting to be fanned out, oldest first; none of the excepted tenants'. */
+export async function unfannedEvents({ events }: StoreDb, n: number, exceptTenantIds: readonly string[] = []): Promise<OutboxEvent[]> {
+  // With exceptions, the same walk of events_unfanned, passing over the excepted tenants' events.
+  const filter = exceptTenantIds.length === 0 ? { fannedOut: false } : { fannedOut: false, tenantId: { $nin: [...exceptTenantIds] } };
+  return (await events.find(filter).sort({ createdAt: 1, ord: 1 }).limit(n).toArray()).map(eventFromDoc);
 }
 
 /** The events waiting to be fanned out, counted up to `n` (at least 1). */

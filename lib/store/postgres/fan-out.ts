@@ -13,6 +13,7 @@ import { workNotice } from './work-notice.ts';
 export class FanOutQueries {
   readonly #s: string;
   readonly #unfanned: Statement;
+  readonly #unfannedExcept: Statement;
   readonly #countUnfanned: Statement;
   readonly #record: Statement;
   readonly #getEvent: Statement;
@@ -25,6 +26,10 @@ export class FanOutQueries {
     // Both through the partial index of waiting events: cost follows the rows read, not the history.
     this.#unfanned = named(s, 'events_unfanned',
       `SELECT * FROM ${s}.events WHERE fanned_out_at IS NULL ORDER BY created_at, seq LIMIT $1`);
+    // The same walk of the partial index, passing over the excepted tenants' events.
+    this.#unfannedExcept = named(s, 'events_unfanned_except',
+      `SELECT * FROM ${s}.events WHERE fanned_out_at IS NULL AND NOT (tenant_id = ANY($2::text[]))
+       ORDER BY created_at, seq LIMIT $1`);
     this.#countUnfanned = named(s, 'events_count_unfanned',
       `SELECT count(*) AS n FROM (SELECT 1 FROM ${s}.events WHERE fanned_out_at IS NULL LIMIT $1) waiting`);
     this.#getEvent = named(s, 'event_get', `SELECT * FROM ${s}.events WHERE id = $1`);
@@ -103,8 +108,10 @@ export class FanOutQueries {
     );
   }
 
-  async unfanned(sql: Sql, limit: number): Promise<OutboxEvent[]> {
-    return (await sql.query<EventRow>(this.#unfanned, [Math.max(0, Math.floor(limit))])).map(eventFromRow);
+  async unfanned(sql: Sql, limit: number, exceptTenantIds: readonly string[] = []): Promise<OutboxEvent[]> {
+    const n = Math.max(0, Math.floor(limit));
+    if (exceptTenantIds.length === 0) return (await sql.query<EventRow>(this.#unfanned, [n])).map(eventFromRow);
+    return (await sql.query<EventRow>(this.#unfannedExcept, [n, exceptTenantIds])).map(eventFromRow);
   }
 
   async countUnfanned(sql: Sql, cap: number): Promise<number> {

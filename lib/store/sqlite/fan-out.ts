@@ -18,6 +18,7 @@ export class FanOutStatements {
   readonly #insertEvent: Statement;
   readonly #getEvent: Statement<EventRow>;
   readonly #unfanned: Statement<EventRow>;
+  readonly #unfannedExcept: Statement<EventRow>;
   readonly #countUnfanned: Statement<number>;
   readonly #markFannedOut: Statement;
   readonly #insertDelivery: Statement<DeliveryRow>;
@@ -29,6 +30,11 @@ export class FanOutStatements {
     this.#getEvent = db.prepare<unknown[], EventRow>(`SELECT * FROM events WHERE id = ?`);
     this.#unfanned = db.prepare<unknown[], EventRow>(
       `SELECT * FROM events WHERE fanned_out_at IS NULL ORDER BY created_at, rowid LIMIT ?`,
+    );
+    // The same walk of the partial index, passing over the excepted tenants' events.
+    this.#unfannedExcept = db.prepare<unknown[], EventRow>(
+      `SELECT * FROM events WHERE fanned_out_at IS NULL AND tenant_id NOT IN (SELECT value FROM json_each(?))
+       ORDER BY created_at, rowid LIMIT ?`,
     );
     // Through the partial index of waiting events: the count stops at the cap.
     this.#countUnfanned = db.prepare<unknown[], number>(`SELECT count(*) FROM (SELECT 1 FROM events WHERE fanned_out_at IS NULL LIMIT ?)`).pluck();
@@ -55,8 +61,10 @@ export class FanOutStatements {
     }
   }
 
-  unfanned(limit: number): OutboxEvent[] {
-    return this.#unfanned.all(Math.max(0, Math.floor(limit))).map(eventFromRow);
+  unfanned(limit: number, exceptTenantIds: readonly string[] = []): OutboxEvent[] {
+    const n = Math.max(0, Math.floor(limit));
+    if (exceptTenantIds.length === 0) return this.#unfanned.all(n).map(eventFromRow);
+    return this.#unfannedExcept.all(JSON.stringify(exceptTenantIds), n).map(eventFromRow);
   }
 
   countUnfanned(cap: number): number {
