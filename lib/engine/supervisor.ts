@@ -320,8 +320,10 @@ export class Supervisor {
    * cannot be claimed is written pending, for refills): a quiet tenant's new event is handed to its
    * actor in the pump after its publish, however long the backlog ahead of it.
    *
-   * Cost: one more outbox read per such pump (never per event), which passes over the busy
-   * tenants' waiting events in the outbox index; nothing while fan-out is not held.
+   * Cost: one more outbox read per such pump (never per event), which finds the tenants with
+   * events waiting by skipping through an index of them (one lookup per such tenant, never a walk
+   * of the busy tenants' backlog); nothing while fan-out is not held. That index costs every event
+   * one more index entry, written with it and removed at its fan-out.
    */
   async #fanOutQuiet(): Promise<void> {
     const busy = new Set<string>();

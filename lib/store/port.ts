@@ -248,8 +248,8 @@ export interface Store {
   appendEvents(events: readonly OutboxEvent[]): Promise<void>;
   /**
    * Events not yet fanned out, oldest first; with `exceptTenantIds`, only other tenants' (the
-   * engine's look past a busy tenant's backlog, for the first events of quiet tenants). Reading
-   * past excepted events costs their index entries: it is not a query for every pump.
+   * engine's look past a busy tenant's backlog, for the first events of quiet tenants): one index
+   * lookup per tenant with events waiting, never a walk of an excepted tenant's backlog.
    */
   unfannedEvents(limit: number, exceptTenantIds?: readonly string[]): Promise<OutboxEvent[]>;
   /**
