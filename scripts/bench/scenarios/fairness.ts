@@ -93,7 +93,8 @@ export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
     bulkEventsPerEndpoint: eventsPerEndpoint,
     bulkDelayMs: BULK_DELAY_MS,
     quietEveryMs: QUIET_EVERY_MS,
-    seconds,
+    // Not `seconds`: the runner records the scenario's own duration under that name.
+    publishSeconds: seconds,
     withBacklog,
     withoutBacklog,
     bulkLeftAtEnd: beside.bulkLeftAtEnd,
