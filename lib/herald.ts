@@ -255,7 +255,7 @@ export class Herald {
     this.#signer = new SigningPool({ threads: config.signing.threads });
     this.#ticker = new Ticker({ clock, tickMs: config.engine.tickMs });
     this.#breakers = new BreakerFamily(clock, config.breaker);
-    this.#limiter = new InFlightLimiter(config.delivery.maxInFlight);
+    this.#limiter = new InFlightLimiter({ maxInFlight: config.delivery.maxInFlight, tenantWeights: config.delivery.tenantWeights });
     const emit = this.events.emit.bind(this.events) as <K extends keyof EngineEvents>(name: K, ...args: EngineEvents[K]) => void;
     this.#leases = new LeaseKeeper(
       {

@@ -8,6 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { isTenantWeight, TENANT_WEIGHT_RULE } from '../engine/in-flight-limiter.ts';
 import { ConfigError } from '../errors.ts';
 import { RETRY_PRESETS } from '../policy/retry-schedule.ts';
 import { decodeSecretKey, SECRET_KEY_RULE } from '../signing/secret-key-text.ts';
@@ -50,8 +51,13 @@ export interface HeraldConfig {
     readonly timeoutMs: number;
     readonly maxPayloadBytes: number;
     readonly responseBodyMaxBytes: number;
-    /** Requests in flight on this node at once, shared round-robin between endpoints. */
+    /** Requests in flight on this node at once, shared by weighted round-robin between tenants, then round-robin between a tenant's endpoints. */
     readonly maxInFlight: number;
+    /**
+     * Each tenant's weight in the share of `maxInFlight`: grants in a row per turn, an integer from
+     * 1 to 1000, by tenant id. A tenant not listed has weight 1. @default {}
+     */
+    readonly tenantWeights: Readonly<Record<string, number>>;
     /** Default per-endpoint concurrency (the most, for an endpoint with adaptive concurrency). */
     readonly concurrencyPerEndpoint: number;
     /**
@@ -300,6 +306,9 @@ export function validateConfig(raw: unknown): HeraldConfig {
     const value = readPath(raw, key);
     if (typeof value !== 'boolean') throw new ConfigError(key, value, 'must be true or false');
   }
+  for (const [tenantId, weight] of Object.entries(delivery.tenantWeights as Record<string, unknown>)) {
+    if (!isTenantWeight(weight)) throw new ConfigError(`delivery.tenantWeights.${tenantId}`, weight, TENANT_WEIGHT_RULE);
+  }
   const engine = raw.engine as Record<string, number>;
   if ((engine.renewIntervalMs ?? 0) * 2 > (engine.leaseMs ?? 0)) {
     throw new ConfigError('engine.renewIntervalMs', engine.renewIntervalMs, 'must be at most half of engine.leaseMs');
@@ -350,6 +359,9 @@ function validateSecrets(secrets: Record<string, unknown>): void {
   }
 }
 
+/** Objects whose keys are not Herald's own. */
+const OPEN_KEYS: readonly string[] = ['delivery.tenantWeights'];
+
 function checkKeys(raw: Record<string, unknown>, reference: Record<string, unknown>, prefix: string): void {
   for (const key of Object.keys(raw)) {
     const path = prefix + key;
@@ -357,6 +369,8 @@ function checkKeys(raw: Record<string, unknown>, reference: Record<string, unkno
     const ref = reference[key];
     if (isRecord(ref)) {
       if (!isRecord(raw[key])) throw new ConfigError(path, raw[key], 'must be an object');
+      // Its keys are the operator's (tenant ids), checked by their own rule.
+      if (OPEN_KEYS.includes(path)) continue;
       checkKeys(raw[key] as Record<string, unknown>, ref, `${path}.`);
     }
   }

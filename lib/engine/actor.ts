@@ -4,7 +4,7 @@
  * The supervisor claims deliveries and hands them in with `enqueue()`. Each
  * runs through the mailbox (a p-queue with the endpoint's concurrency):
  *
- *   enqueue ─► mailbox ─► token ─► gate ─┬─ send:  limiter permit ─► sign ─► breaker.run(send) ─► classify ─► settle
+ *   enqueue ─► mailbox ─► token ─► gate ─┬─ send:  limiter permit (tenant, endpoint) ─► sign ─► breaker.run(send) ─► classify ─► settle
  *                                        ├─ probe: the same, as the breaker's single probe
  *                                        ├─ hold:  a probe is out; wait for its result in memory
  *                                        └─ release: paused (429), breaker open, disabled or closing:
@@ -264,7 +264,7 @@ export class EndpointActor implements BreakerListener, WakeListener {
     }
 
     const endpoint = this.#endpoint;
-    const releasePermit = await this.#deps.limiter.acquire(endpoint.id);
+    const releasePermit = await this.#deps.limiter.acquire(endpoint.tenantId, endpoint.id);
     let sent: SendResult | undefined;
     const startedAt = clock.now();
     const generation = this.#adaptive?.generation ?? 0;

@@ -9,12 +9,15 @@
  *
  *   signalled pump: fan out new events, as many as the mailboxes have room
  *                   for (claiming, as they are written, what their actors
- *                   take) ─► discover: claim due deliveries (fair per
+ *                   take); if that stopped at the budget, fan out past it the
+ *                   first events of quiet tenants (nothing in the mailboxes)
+ *                   ─► discover: claim due deliveries (fair per
  *                   endpoint, only for actors with room, within the node's
  *                   mailbox budget; a rate-limited actor with room for less
  *                   than a share is mostly left to refills) ─► refill ─►
  *                   evict idle actors
- *   publish pump:   fan out ─► refill ─► evict (a publish in this process)
+ *   publish pump:   fan out (and past the budget, quiet tenants') ─► refill
+ *                   ─► evict (a publish in this process)
  *   paced pump:     refill ─► evict idle actors; and fan out, if the last
  *                   fan-out stopped at the mailbox budget
  *   refill:         claim for the actors with room whose endpoints may have
@@ -37,7 +40,7 @@
  */
 import type { Clock } from '../clock.ts';
 import { slotOf } from '../ids.ts';
-import type { DeliveryJob, Endpoint } from '../model.ts';
+import type { DeliveryJob, Endpoint, OutboxEvent } from '../model.ts';
 import type { FanOut, Settlement, Store } from '../store/port.ts';
 import { EndpointActor, type ActorDeps } from './actor.ts';
 import type { EmitEngineEvent } from './engine-events.ts';
@@ -72,6 +75,11 @@ export interface SupervisorDeps {
 }
 
 const FANOUT_BATCH = 100;
+/**
+ * Deliveries of quiet tenants' events claimed beyond the mailbox budget when fan-out is held
+ * (see `#fanOutQuiet`): the mailboxes hold at most `mailboxBudget + QUIET_RESERVE`.
+ */
+const QUIET_RESERVE = 100;
 /** How soon a discovery that stopped at the mailbox budget runs again, on a paced pump. */
 const DISCOVERY_RETRY_MS = 50;
 /** How often a discovery claims for a rate-limited actor that refills serve otherwise. */
@@ -227,11 +235,14 @@ export class Supervisor {
       const now = this.#deps.clock.now();
       const discover =
         this.#discover || (this.#truncatedDiscoveryAt !== undefined && now - this.#truncatedDiscoveryAt >= DISCOVERY_RETRY_MS);
-      const fanOut = discover || this.#fanOutWanted || this.#fanOutHeld;
+      // A signal or a publish: there may be new events, quiet tenants' among them.
+      const asked = discover || this.#fanOutWanted;
+      const fanOut = asked || this.#fanOutHeld;
       this.#discover = false;
       this.#fanOutWanted = false;
       try {
         if (fanOut) await this.#fanOut();
+        if (asked && this.#fanOutHeld) await this.#fanOutQuiet();
         if (discover) await this.#discoverAndClaim();
         await this.#refill();
         this.#evictIdle();
@@ -261,45 +272,75 @@ export class Supervisor {
       const wanted = Math.min(FANOUT_BATCH, room);
       const events = await store.unfannedEvents(wanted);
       if (events.length === 0) return;
-      const endpointsByTenant = new Map<string, Endpoint[]>();
-      const fanOuts: FanOut[] = [];
-      const now = clock.now();
-      for (const event of events) {
-        let endpoints = endpointsByTenant.get(event.tenantId);
-        if (endpoints === undefined) {
-          endpoints = await store.listEndpoints({ tenantId: event.tenantId });
-          endpointsByTenant.set(event.tenantId, endpoints);
-        }
-        fanOuts.push({ eventId: event.id, deliveries: planDeliveries(event, endpoints, this.#options.slotCount, now) });
-      }
-      const enabled = new Set<string>();
-      for (const endpoints of endpointsByTenant.values()) for (const e of endpoints) if (e.status === 'enabled') enabled.add(e.id);
-      const deliveryIds = this.#claimOnFanOut(fanOuts, enabled, now);
-      // One transaction for the batch: a commit per event cost more than the deliveries it wrote.
-      const claimed = await store.recordFanOuts(fanOuts, now, { owner: this.#deps.owner, deliveryIds });
-      for (const { deliveries } of fanOuts) writtenPending += deliveries.length;
-      writtenPending -= claimed.length;
-      if (claimed.length > 0) {
-        const byId = new Map(events.map((event) => [event.id, event]));
-        for (const delivery of claimed) {
-          const event = byId.get(delivery.eventId);
-          if (event !== undefined) await this.#dispatch({ delivery, event });
-        }
-      }
+      writtenPending += await this.#fanOutEvents(events, this.#room());
       if (events.length < wanted || this.#closed) return;
     }
   }
 
   /**
-   * Which new deliveries to claim as they are written: as many as the mailboxes
-   * have room for, per endpoint what its actor could take (a new actor: the
+   * Writes these events' deliveries, claiming (and handing to their actors) up to `room` of them;
+   * answers how many were written pending.
+   */
+  async #fanOutEvents(events: readonly OutboxEvent[], room: number): Promise<number> {
+    const { store, clock } = this.#deps;
+    const endpointsByTenant = new Map<string, Endpoint[]>();
+    const fanOuts: FanOut[] = [];
+    const now = clock.now();
+    for (const event of events) {
+      let endpoints = endpointsByTenant.get(event.tenantId);
+      if (endpoints === undefined) {
+        endpoints = await store.listEndpoints({ tenantId: event.tenantId });
+        endpointsByTenant.set(event.tenantId, endpoints);
+      }
+      fanOuts.push({ eventId: event.id, deliveries: planDeliveries(event, endpoints, this.#options.slotCount, now) });
+    }
+    const enabled = new Set<string>();
+    for (const endpoints of endpointsByTenant.values()) for (const e of endpoints) if (e.status === 'enabled') enabled.add(e.id);
+    const deliveryIds = this.#claimOnFanOut(fanOuts, enabled, now, room);
+    // One transaction for the batch: a commit per event cost more than the deliveries it wrote.
+    const claimed = await store.recordFanOuts(fanOuts, now, { owner: this.#deps.owner, deliveryIds });
+    let written = 0;
+    for (const { deliveries } of fanOuts) written += deliveries.length;
+    if (claimed.length > 0) {
+      const byId = new Map(events.map((event) => [event.id, event]));
+      for (const delivery of claimed) {
+        const event = byId.get(delivery.eventId);
+        if (event !== undefined) await this.#dispatch({ delivery, event });
+      }
+    }
+    return written - claimed.length;
+  }
+
+  /**
+   * Fans out past a busy tenant's backlog. The outbox is read oldest first, so while fan-out stops
+   * at the mailbox budget, the events a busy tenant published first would hold every later event
+   * of every other tenant. So, once per signalled or publish pump while fan-out is held, the oldest
+   * events of the tenants with nothing in the mailboxes (quiet tenants) are fanned out, up to
+   * `FANOUT_BATCH`, and their deliveries claimed within the budget plus `QUIET_RESERVE` (what
+   * cannot be claimed is written pending, for refills): a quiet tenant's new event is handed to its
+   * actor in the pump after its publish, however long the backlog ahead of it.
+   *
+   * Cost: one more outbox read per such pump (never per event), which finds the tenants with
+   * events waiting by skipping through an index of them (one lookup per such tenant, never a walk
+   * of the busy tenants' backlog); nothing while fan-out is not held. That index costs every event
+   * one more index entry, written with it and removed at its fan-out.
+   */
+  async #fanOutQuiet(): Promise<void> {
+    const busy = new Set<string>();
+    for (const actor of this.#actors.values()) if (actor.queued + actor.running > 0) busy.add(actor.endpoint.tenantId);
+    const events = await this.#deps.store.unfannedEvents(FANOUT_BATCH, [...busy]);
+    if (events.length === 0 || this.#closed) return;
+    await this.#fanOutEvents(events, this.#room() + QUIET_RESERVE);
+  }
+
+  /**
+   * Which new deliveries to claim as they are written: up to `room` in all, per endpoint what its actor could take (a new actor: the
    * per-endpoint share of a claim). Not for endpoints that may already have
    * work waiting (refills serve those first) or slots being drained. The rest
    * are written pending, and their endpoints marked for a refill.
    */
-  #claimOnFanOut(fanOuts: readonly FanOut[], enabled: ReadonlySet<string>, now: number): Set<string> {
+  #claimOnFanOut(fanOuts: readonly FanOut[], enabled: ReadonlySet<string>, now: number, room: number): Set<string> {
     const chosen = new Set<string>();
-    let room = this.#room();
     const left = new Map<string, number>();
     for (const { deliveries } of fanOuts) {
       for (const d of deliveries) {

@@ -252,8 +252,12 @@ export interface Store {
   // Outbox
   /** Appends events (used by HTTP publishing; producers in a transaction use `lib/producer`). */
   appendEvents(events: readonly OutboxEvent[]): Promise<void>;
-  /** Events not yet fanned out, oldest first. */
-  unfannedEvents(limit: number): Promise<OutboxEvent[]>;
+  /**
+   * Events not yet fanned out, oldest first; with `exceptTenantIds`, only other tenants' (the
+   * engine's look past a busy tenant's backlog, for the first events of quiet tenants): one index
+   * lookup per tenant with events waiting, never a walk of an excepted tenant's backlog.
+   */
+  unfannedEvents(limit: number, exceptTenantIds?: readonly string[]): Promise<OutboxEvent[]>;
   /**
    * How many events wait in the outbox, not yet fanned out, counted up to `cap` (a backlog of
    * millions costs no more than `cap` index entries to count): the backlog the engine has not

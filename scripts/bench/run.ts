@@ -22,7 +22,7 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describeMachine } from './harness.ts';
 
-const SCENARIOS = ['throughput', 'latency', 'isolation', 'signing', 'timers', 'endpoints', 'recovery', 'adaptive', 'cluster', 'replay', 'peers'] as const;
+const SCENARIOS = ['throughput', 'latency', 'isolation', 'fairness', 'signing', 'timers', 'endpoints', 'recovery', 'adaptive', 'cluster', 'replay', 'peers'] as const;
 /** Hard bound per scenario process: past it, the scenario is killed and reported as failed. */
 /** Scenarios that read the heap after a full GC; the others must not get --expose-gc, which worker threads (the signing pool) refuse. */
 const NEEDS_GC: ReadonlySet<string> = new Set(['timers', 'endpoints']);
@@ -132,6 +132,18 @@ for (const [name, r] of Object.entries(scenarios)) {
     case 'isolation':
       rows.push([name, `ratio ${fmt(r.ratio)}`, `healthy p99 ${fmt(r.healthyP99WithSlowMs, ' ms')} with the slow one, ${fmt(r.healthyP99WithoutMs, ' ms')} without`, 'ratio ≤ 1.2', verdict(r)]);
       break;
+    case 'fairness': {
+      const w = (r.withBacklog ?? {}) as Result;
+      const wo = (r.withoutBacklog ?? {}) as Result;
+      rows.push([
+        name,
+        `p99 ratio ${fmt(r.ratio)}`,
+        `quiet tenant's first attempt p50/p99/max ${fmt(w.p50Ms)}/${fmt(w.p99Ms)}/${fmt(w.maxMs)} ms beside ${fmt(r.bulkEndpoints)} endpoints × ${fmt(r.bulkEventsPerEndpoint)} events (${fmt(r.bulkLeftAtEnd)} left at the end), ${fmt(wo.p50Ms)}/${fmt(wo.p99Ms)}/${fmt(wo.maxMs)} ms alone`,
+        'p99 ≤ 100 ms',
+        verdict(r),
+      ]);
+      break;
+    }
     case 'signing': {
       const small = r['1KiB'] as Result;
       const big = r['64KiB'] as Result;

@@ -218,6 +218,10 @@ describe('Configuration', () => {
         value: '3600000',
         rule: /integer from 86400000 to 315360000000/,
       },
+      { name: 'a tenant weight of 0', layer: { delivery: { tenantWeights: { acme: 0 } } }, key: 'delivery.tenantWeights.acme', value: '0', rule: /integer from 1 to 1000/ },
+      { name: 'a tenant weight of 1.5', layer: { delivery: { tenantWeights: { acme: 1.5 } } }, key: 'delivery.tenantWeights.acme', value: '1.5', rule: /integer from 1 to 1000/ },
+      { name: 'a tenant weight that is not a number', layer: { delivery: { tenantWeights: { acme: '3' } } } as never, key: 'delivery.tenantWeights.acme', value: '"3"', rule: /integer from 1 to 1000/ },
+      { name: 'tenant weights that are not an object', layer: { delivery: { tenantWeights: [2] } } as never, key: 'delivery.tenantWeights', value: '[2]', rule: /must be an object/ },
       { name: 'api.maxRequestBytes 100', layer: { api: { maxRequestBytes: 100 } }, key: 'api.maxRequestBytes', value: '100', rule: /1024 to 268435456/ },
       {
         name: 'api.maxRequestBytes too small for one event with the largest payload',
@@ -238,6 +242,12 @@ describe('Configuration', () => {
         });
       });
     }
+
+    context('when tenant weights are given', () => {
+      it('takes any tenant id as a key, with an integer weight', () => {
+        expect(resolveConfig({ delivery: { tenantWeights: { acme: 4, 'globex-2': 1 } } }).delivery.tenantWeights).to.deep.equal({ acme: 4, 'globex-2': 1 });
+      });
+    });
 
     context('when engine.renewIntervalMs is exactly half of engine.leaseMs', () => {
       it('accepts it', () => {

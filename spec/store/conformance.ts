@@ -423,6 +423,30 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           expect(await store.unfannedEvents(2)).to.deep.equal([first, second]);
         });
 
+        it('lists only other tenants\' unfanned events when tenants are excepted, oldest first', async () => {
+          const events = ['evt_1', 'evt_2', 'evt_3', 'evt_4', 'evt_5'].map((id, i) => {
+            clock.advance(SECOND);
+            return makeEvent(id, i === 2 ? 'globex' : i === 4 ? 'initech' : 'acme', clock.now());
+          });
+          await store.appendEvents(events);
+          expect((await store.unfannedEvents(10, ['acme'])).map((e) => e.id)).to.deep.equal(['evt_3', 'evt_5']);
+          expect((await store.unfannedEvents(1, ['acme'])).map((e) => e.id)).to.deep.equal(['evt_3']);
+          expect((await store.unfannedEvents(10, ['acme', 'globex'])).map((e) => e.id)).to.deep.equal(['evt_5']);
+          expect(await store.unfannedEvents(10, [])).to.have.length(5);
+        });
+
+        it('lists other tenants\' oldest first, across tenants, up to the limit, when one tenant has several waiting', async () => {
+          const tenants = ['acme', 'globex', 'acme', 'initech', 'globex', 'globex', 'acme'];
+          const events = tenants.map((tenant, i) => {
+            clock.advance(SECOND);
+            return makeEvent(`evt_${i}`, tenant, clock.now());
+          });
+          await store.appendEvents(events);
+          expect((await store.unfannedEvents(10, ['acme'])).map((e) => e.id)).to.deep.equal(['evt_1', 'evt_3', 'evt_4', 'evt_5']);
+          expect((await store.unfannedEvents(3, ['acme'])).map((e) => e.id)).to.deep.equal(['evt_1', 'evt_3', 'evt_4']);
+          expect((await store.unfannedEvents(2, ['initech'])).map((e) => e.id)).to.deep.equal(['evt_0', 'evt_1']);
+        });
+
         it('counts those waiting to be fanned out, up to the cap, and no longer once fanned out', async () => {
           await addEndpoint('ep_1');
           const events = ['evt_a', 'evt_b', 'evt_c'].map((id) => makeEvent(id, 'acme', clock.now()));

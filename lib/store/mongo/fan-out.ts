@@ -43,9 +43,22 @@ export async function appendEvents(db: StoreDb, events: readonly OutboxEvent[]):
   });
 }
 
-/** The first `n` (at least 1) events waiting to be fanned out, oldest first. */
-export async function unfannedEvents({ events }: StoreDb, n: number): Promise<OutboxEvent[]> {
-  return (await events.find({ fannedOut: false }).sort({ createdAt: 1, ord: 1 }).limit(n).toArray()).map(eventFromDoc);
+/** The first `n` (at least 1) events waiting to be fanned out, oldest first; none of the excepted tenants'. */
+export async function unfannedEvents({ events }: StoreDb, n: number, exceptTenantIds: readonly string[] = []): Promise<OutboxEvent[]> {
+  if (exceptTenantIds.length === 0) {
+    return (await events.find({ fannedOut: false }).sort({ createdAt: 1, ord: 1 }).limit(n).toArray()).map(eventFromDoc);
+  }
+  // The tenants with events waiting, from events_unfanned_tenant (a distinct scan reads one entry
+  // per tenant, never a tenant's backlog); then the oldest few of each tenant not excepted.
+  const excepted = new Set(exceptTenantIds);
+  const tenants = (await events.distinct('tenantId', { fannedOut: false })).filter((id) => !excepted.has(id));
+  const found: OutboxEvent[] = [];
+  for (const tenantId of tenants) {
+    const docs = await events.find({ fannedOut: false, tenantId }).sort({ tenantId: 1, createdAt: 1, ord: 1 }).limit(n).toArray();
+    found.push(...docs.map(eventFromDoc));
+  }
+  // The oldest of them all first; ids break ties within a millisecond only roughly (as `ord` does per tenant).
+  return found.sort((a, b) => a.createdAt - b.createdAt).slice(0, n);
 }
 
 /** The events waiting to be fanned out, counted up to `n` (at least 1). */

@@ -446,10 +446,10 @@ export class MongoStore implements Store {
     return this.#run('appendEvents', (state) => appendEvents(state, events));
   }
 
-  async unfannedEvents(limit: number): Promise<OutboxEvent[]> {
+  async unfannedEvents(limit: number, exceptTenantIds?: readonly string[]): Promise<OutboxEvent[]> {
     const n = clampLimit(limit, Number.MAX_SAFE_INTEGER);
     if (n === 0) return [];
-    return this.#run('unfannedEvents', (state) => unfannedEvents(state, n));
+    return this.#run('unfannedEvents', (state) => unfannedEvents(state, n, exceptTenantIds));
   }
 
   async countUnfannedEvents(cap: number): Promise<number> {

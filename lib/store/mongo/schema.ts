@@ -22,7 +22,7 @@ import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
  * 5: the `delivery_minutes` collection and its indexes (created like every collection, no document
  * to change).
  */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 7;
 
 export const Collections = {
   META: 'meta',
@@ -242,6 +242,9 @@ export function indexSpecs(retentionSeconds: number | null): Readonly<Record<Col
     [Collections.EVENTS]: [
       // Partial: the fan-out loop reads only the few events still waiting, never the whole history.
       { key: { createdAt: 1, ord: 1 }, name: 'events_unfanned', partialFilterExpression: { fannedOut: false } },
+      // Schema 7: the tenants with events waiting, for the fan-out past a busy tenant's backlog (a
+      // distinct over it reads one entry per tenant), and each one's oldest.
+      { key: { tenantId: 1, createdAt: 1, ord: 1 }, name: 'events_unfanned_tenant', partialFilterExpression: { fannedOut: false } },
       { key: { createdAt: 1 }, name: 'events_created' },
     ],
     [Collections.DELIVERIES]: [

@@ -13,6 +13,7 @@ import { workNotice } from './work-notice.ts';
 export class FanOutQueries {
   readonly #s: string;
   readonly #unfanned: Statement;
+  readonly #unfannedExcept: Statement;
   readonly #countUnfanned: Statement;
   readonly #record: Statement;
   readonly #getEvent: Statement;
@@ -25,6 +26,20 @@ export class FanOutQueries {
     // Both through the partial index of waiting events: cost follows the rows read, not the history.
     this.#unfanned = named(s, 'events_unfanned',
       `SELECT * FROM ${s}.events WHERE fanned_out_at IS NULL ORDER BY created_at, seq LIMIT $1`);
+    // The tenants with events waiting, found by skipping through events_unfanned_tenant (one
+    // lookup per tenant, never a walk of a tenant's backlog); then the oldest few of each tenant
+    // not excepted, the oldest of them all first.
+    this.#unfannedExcept = named(s, 'events_unfanned_except',
+      `WITH RECURSIVE waiting(tenant_id) AS (
+         SELECT (SELECT min(tenant_id) FROM ${s}.events WHERE fanned_out_at IS NULL)
+         UNION ALL
+         SELECT (SELECT min(e.tenant_id) FROM ${s}.events e WHERE e.fanned_out_at IS NULL AND e.tenant_id > w.tenant_id)
+         FROM waiting w WHERE w.tenant_id IS NOT NULL
+       )
+       SELECT e.* FROM waiting w CROSS JOIN LATERAL (
+         SELECT * FROM ${s}.events WHERE fanned_out_at IS NULL AND tenant_id = w.tenant_id ORDER BY created_at, seq LIMIT $1) e
+       WHERE w.tenant_id IS NOT NULL AND NOT (w.tenant_id = ANY($2::text[]))
+       ORDER BY e.created_at, e.seq LIMIT $1`);
     this.#countUnfanned = named(s, 'events_count_unfanned',
       `SELECT count(*) AS n FROM (SELECT 1 FROM ${s}.events WHERE fanned_out_at IS NULL LIMIT $1) waiting`);
     this.#getEvent = named(s, 'event_get', `SELECT * FROM ${s}.events WHERE id = $1`);
@@ -103,8 +118,10 @@ export class FanOutQueries {
     );
   }
 
-  async unfanned(sql: Sql, limit: number): Promise<OutboxEvent[]> {
-    return (await sql.query<EventRow>(this.#unfanned, [Math.max(0, Math.floor(limit))])).map(eventFromRow);
+  async unfanned(sql: Sql, limit: number, exceptTenantIds: readonly string[] = []): Promise<OutboxEvent[]> {
+    const n = Math.max(0, Math.floor(limit));
+    if (exceptTenantIds.length === 0) return (await sql.query<EventRow>(this.#unfanned, [n])).map(eventFromRow);
+    return (await sql.query<EventRow>(this.#unfannedExcept, [n, exceptTenantIds])).map(eventFromRow);
   }
 
   async countUnfanned(sql: Sql, cap: number): Promise<number> {

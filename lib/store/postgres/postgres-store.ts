@@ -306,8 +306,8 @@ export class PostgresStore implements Store {
     return this.#run('appendEvents', (sql) => this.#fanOut.append(sql, events));
   }
 
-  async unfannedEvents(limit: number): Promise<OutboxEvent[]> {
-    return this.#run('unfannedEvents', (sql) => this.#fanOut.unfanned(sql, limit));
+  async unfannedEvents(limit: number, exceptTenantIds?: readonly string[]): Promise<OutboxEvent[]> {
+    return this.#run('unfannedEvents', (sql) => this.#fanOut.unfanned(sql, limit, exceptTenantIds));
   }
 
   async countUnfannedEvents(cap: number): Promise<number> {

@@ -286,6 +286,13 @@ CREATE INDEX delivery_minutes_tenant ON ${s}.delivery_minutes (tenant_id, minute
     // {"initial", "targetLatencyMs"}; NULL: a fixed concurrency, as every endpoint had before.
     sql: (s) => `ALTER TABLE ${s}.endpoints ADD COLUMN adaptive_concurrency jsonb;`,
   },
+  {
+    version: 10,
+    what: 'an index of the waiting events by tenant, for the fan-out past a busy tenant\'s backlog',
+    // Partial like events_unfanned: the fan-out finds the tenants with events waiting by skipping
+    // through it (one lookup per tenant), never walking one tenant's backlog.
+    sql: (s) => `CREATE INDEX IF NOT EXISTS events_unfanned_tenant ON ${s}.events (tenant_id, created_at, seq) WHERE fanned_out_at IS NULL;`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

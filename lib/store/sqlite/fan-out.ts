@@ -18,6 +18,7 @@ export class FanOutStatements {
   readonly #insertEvent: Statement;
   readonly #getEvent: Statement<EventRow>;
   readonly #unfanned: Statement<EventRow>;
+  readonly #unfannedExcept: Statement<EventRow>;
   readonly #countUnfanned: Statement<number>;
   readonly #markFannedOut: Statement;
   readonly #insertDelivery: Statement<DeliveryRow>;
@@ -29,6 +30,21 @@ export class FanOutStatements {
     this.#getEvent = db.prepare<unknown[], EventRow>(`SELECT * FROM events WHERE id = ?`);
     this.#unfanned = db.prepare<unknown[], EventRow>(
       `SELECT * FROM events WHERE fanned_out_at IS NULL ORDER BY created_at, rowid LIMIT ?`,
+    );
+    // The tenants with events waiting, found by skipping through events_unfanned_tenant (one
+    // lookup per tenant, never a walk of a tenant's backlog); then the oldest few of each tenant
+    // not excepted, the oldest of them all first.
+    this.#unfannedExcept = db.prepare<unknown[], EventRow>(
+      `WITH RECURSIVE waiting(tenant_id) AS (
+         SELECT (SELECT min(tenant_id) FROM events WHERE fanned_out_at IS NULL)
+         UNION ALL
+         SELECT (SELECT min(tenant_id) FROM events WHERE fanned_out_at IS NULL AND tenant_id > waiting.tenant_id)
+         FROM waiting WHERE waiting.tenant_id IS NOT NULL
+       )
+       SELECT e.* FROM waiting w JOIN events e ON e.rowid IN (
+         SELECT rowid FROM events WHERE fanned_out_at IS NULL AND tenant_id = w.tenant_id ORDER BY created_at, rowid LIMIT @limit)
+       WHERE w.tenant_id IS NOT NULL AND w.tenant_id NOT IN (SELECT value FROM json_each(@except))
+       ORDER BY e.created_at, e.rowid LIMIT @limit`,
     );
     // Through the partial index of waiting events: the count stops at the cap.
     this.#countUnfanned = db.prepare<unknown[], number>(`SELECT count(*) FROM (SELECT 1 FROM events WHERE fanned_out_at IS NULL LIMIT ?)`).pluck();
@@ -55,8 +71,10 @@ export class FanOutStatements {
     }
   }
 
-  unfanned(limit: number): OutboxEvent[] {
-    return this.#unfanned.all(Math.max(0, Math.floor(limit))).map(eventFromRow);
+  unfanned(limit: number, exceptTenantIds: readonly string[] = []): OutboxEvent[] {
+    const n = Math.max(0, Math.floor(limit));
+    if (exceptTenantIds.length === 0) return this.#unfanned.all(n).map(eventFromRow);
+    return this.#unfannedExcept.all({ limit: n, except: JSON.stringify(exceptTenantIds) }).map(eventFromRow);
   }
 
   countUnfanned(cap: number): number {

@@ -135,6 +135,13 @@ CREATE INDEX delivery_minutes_tenant ON delivery_minutes (tenant_id, minute);
     // JSON text {"initial", "targetLatencyMs"}; NULL: a fixed concurrency, as every endpoint had before.
     sql: `ALTER TABLE endpoints ADD COLUMN adaptive_concurrency TEXT;`,
   },
+  {
+    version: 9,
+    what: 'an index of the waiting events by tenant, for the fan-out past a busy tenant\'s backlog',
+    // Partial like events_unfanned: the fan-out finds the tenants with events waiting by skipping
+    // through it (one lookup per tenant), never walking one tenant's backlog.
+    sql: `CREATE INDEX IF NOT EXISTS events_unfanned_tenant ON events (tenant_id, created_at) WHERE fanned_out_at IS NULL;`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */

@@ -129,8 +129,8 @@ export class SqliteStoreThread implements Store {
   appendEvents(events: readonly OutboxEvent[]): Promise<void> {
     return this.#call('appendEvents', [events]);
   }
-  unfannedEvents(limit: number): Promise<OutboxEvent[]> {
-    return this.#call('unfannedEvents', [limit]);
+  unfannedEvents(limit: number, exceptTenantIds?: readonly string[]): Promise<OutboxEvent[]> {
+    return this.#call('unfannedEvents', [limit, exceptTenantIds]);
   }
   countUnfannedEvents(cap: number): Promise<number> {
     return this.#call('countUnfannedEvents', [cap]);

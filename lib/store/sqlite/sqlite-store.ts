@@ -305,8 +305,8 @@ export class SqliteStore implements Store {
     return this.#run('appendEvents', ({ db, fanOut }) => db.transaction(() => fanOut.append(events)).immediate());
   }
 
-  async unfannedEvents(limit: number): Promise<OutboxEvent[]> {
-    return this.#run('unfannedEvents', ({ fanOut }) => fanOut.unfanned(limit), 'read');
+  async unfannedEvents(limit: number, exceptTenantIds?: readonly string[]): Promise<OutboxEvent[]> {
+    return this.#run('unfannedEvents', ({ fanOut }) => fanOut.unfanned(limit, exceptTenantIds), 'read');
   }
 
   async countUnfannedEvents(cap: number): Promise<number> {

@@ -31,6 +31,7 @@ describe('MongoDB schema', () => {
     expect(specs.deliveries.map((i) => i.key)).to.deep.include({ status: 1, slot: 1, nextAttemptAt: 1 });
     expect(specs.deliveries.map((i) => i.key)).to.deep.include({ endpointId: 1, status: 1, nextAttemptAt: 1 });
     expect(specs.events.find((i) => i.name === 'events_unfanned')?.partialFilterExpression).to.deep.equal({ fannedOut: false });
+    expect(specs.events.find((i) => i.name === 'events_unfanned_tenant')).to.deep.include({ key: { tenantId: 1, createdAt: 1, ord: 1 }, partialFilterExpression: { fannedOut: false } });
     expect(specs.attempts.some((i) => i.expireAfterSeconds !== undefined)).to.equal(false);
     expect(specs.dead_letters.map((i) => i.key)).to.deep.include({ 'triage.state': 1, createdAt: -1, ord: -1 });
   });
@@ -65,8 +66,8 @@ describe('MongoDB schema', () => {
     expect(await migrateDeadLetterTriage(db), 'run again: nothing left').to.equal(0);
   });
 
-  it('is at version 5: dead letters carry their triage (2), failures their kind (3), tenant tokens (4) and delivery minutes (5) have a collection', () => {
-    expect(SCHEMA_VERSION).to.equal(5);
+  it('is at version 7: dead letters carry their triage (2), failures their kind (3), tenant tokens (4) and delivery minutes (5) have a collection, waiting events an index by tenant (7)', () => {
+    expect(SCHEMA_VERSION).to.equal(7);
   });
 
   it('gives version 3 to retrying deliveries without a failure kind (unknown, since their last update) and to every dead letter, in batches', async () => {
