@@ -7,23 +7,12 @@
  * node the CLI talks to.
  */
 import { holdProcessOpen, systemClock } from '../clock.ts';
+import type { ReplayJob } from '../dead-letters/replay-jobs.ts';
 import { AdminClient } from './admin-client.ts';
 import { connectionOf, parseCommand, parseInteger, parseTime, UsageError, writeJson, type CliIo } from './cli-io.ts';
 import { ProgressBar } from './progress-bar.ts';
 import { table, time } from './table.ts';
 import { REPLAYS_USAGE } from './usage.ts';
-
-interface ReplayJob {
-  readonly id: string;
-  readonly state: string;
-  readonly total: number;
-  readonly replayed: number;
-  readonly waiting: number;
-  readonly chunkSize: number;
-  readonly createdAt: number;
-  readonly finishedAt: number | null;
-  readonly error: string | null;
-}
 
 const OPTIONS = {
   endpoint: { type: 'string' },
