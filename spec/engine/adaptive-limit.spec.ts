@@ -119,7 +119,7 @@ describe('AdaptiveLimit', () => {
         const { rounds: taken, refusedAt } = roundsUntilRefused(adaptive, capacity);
         const ceiling = 20;
         if (capacity < ceiling) {
-          // Below the old ceiling nothing changes: one more per round until one too many.
+          // Still below the ceiling: the round at the ceiling is refused, no probe starts.
           expect([taken, refusedAt], `capacity ${capacity}`).to.deep.equal([1, 20]);
           continue;
         }
