@@ -123,7 +123,7 @@ export class AdaptiveLimit {
     } else if (signal === LoadSignal.FAST && report.inFlight * 2 >= this.#limit) {
       this.#fast += 1;
       if (this.#ceiling === undefined) this.#increase(1);
-      else if (this.#fast >= this.#limit) this.#increase(this.#roundStep(this.#ceiling));
+      else if (this.#fast >= this.#limit) this.#increase(this.#takeRoundStep(this.#ceiling));
     }
     return this.#limit;
   }
@@ -138,8 +138,8 @@ export class AdaptiveLimit {
     this.#limit = Math.min(this.#limit, max);
   }
 
-  /** What a clean round adds past slow start: 1 below the ceiling, the probe's doubling step from it. */
-  #roundStep(ceiling: number): number {
+  /** What a clean round adds past slow start: 1 below the ceiling, else the probe's step, which it doubles. */
+  #takeRoundStep(ceiling: number): number {
     if (this.#limit < ceiling) return 1;
     const step = this.#probeStep;
     // Bounded by the maximum, so that it stops growing once the limit sits at the maximum.
