@@ -1,30 +1,47 @@
 /**
  * The adaptive concurrency of one endpoint: how many requests may be in flight
  * to it now, found by additive increase and multiplicative decrease (AIMD), as
- * TCP finds a connection's window. Pure: the actor feeds it each exchange's
- * outcome and sets its mailbox's concurrency to {@link AdaptiveLimit.limit}.
+ * TCP finds a connection's window, with a probe past the last trouble point
+ * borrowed from TCP BIC. Pure: the actor feeds it each exchange's outcome and
+ * sets its mailbox's concurrency to {@link AdaptiveLimit.limit}.
  *
- *   slow start ──congestion──► avoidance ◄─┐
- *                                  └───────┘ congestion
+ *   slow start ──congestion──► avoidance ──a clean round at the ceiling──► probe
+ *                               ▲   └─┘ congestion                            │
+ *                               └───────────────congestion────────────────────┘
+ *
+ * A round is `limit` fast 2xx counted since the last change: one round trip
+ * with the limit in use.
  *
  * - slow start (until the first sign of congestion): +1 per fast 2xx, so the
  *   limit doubles each round trip from `initial` and a healthy endpoint reaches
  *   its `concurrency` within a few round trips;
- * - avoidance: +1 once `limit` fast 2xx have come back since the last change,
- *   one step per round trip: growing per response (the slow start's rate)
- *   would overshoot a struggling consumer by half its capacity every time;
  * - congestion (429, 502, 503, 504, a timeout, or any response slower than
- *   `targetLatencyMs`): the limit halves (never below 1), once per generation.
- *   A generation starts at each halving; an exchange started before it was
- *   sent under the old limit, so what it says is already acted on and it is
- *   ignored: the burst of 503s that one overload brings halves the limit once,
- *   not once per 503.
+ *   `targetLatencyMs`): the limit it happened at becomes the *ceiling*, the
+ *   last known trouble point, and the limit halves (never below 1), once per
+ *   generation. A generation starts at each halving; an exchange started before
+ *   it was sent under the old limit, so what it says is already acted on and it
+ *   is ignored: the burst of 503s that one overload brings halves the limit
+ *   once, not once per 503;
+ * - avoidance (below the ceiling): +1 per round. Near the trouble point the
+ *   limit creeps up: growing per response (the slow start's rate) would
+ *   overshoot a struggling consumer by half its capacity every time;
+ * - probe (at or above the ceiling: a round at the ceiling came back clean, so
+ *   the consumer now takes more than when it last struggled): the k-th round
+ *   from the ceiling adds 2^(k-1) (1, 2, 4, 8, …), so the limit is
+ *   `ceiling + 2^k - 1` after k clean rounds. A consumer whose capacity rose
+ *   from the ceiling C to T is reached in ⌈log2(T - C + 1)⌉ rounds instead of
+ *   T - C, and the first limit past T is at most T + (T - C) + 1: a probe step
+ *   is never more than the distance already found clean past the ceiling, plus
+ *   one. Congestion ends the probe (a new ceiling, half the limit, avoidance).
  *
- * A fast 2xx counts towards an increase only when at least half the limit was
- * in flight as it came back: an endpoint that is sent little says nothing about
- * how much more it could take, and its limit stays where it is. Other outcomes
- * (a 4xx, a 500, a network error) change nothing: they say something about the
- * request or the endpoint's health (the breaker's business), not its load.
+ * The limit never goes above the endpoint's `concurrency`. A fast 2xx counts
+ * towards an increase only when at least half the limit was in flight as it
+ * came back: an endpoint that is sent little says nothing about how much more
+ * it could take, and its limit (and the probe's step) stays where it is. Other
+ * outcomes (a 4xx, a 500, a network error) change nothing: they say something
+ * about the request or the endpoint's health (the breaker's business), not its
+ * load. The state is in memory: a new instance (a restarted node, an evicted
+ * actor) starts again from `initial`, in slow start.
  */
 import type { AdaptiveConcurrency, Outcome } from '../model.ts';
 
@@ -65,8 +82,11 @@ export class AdaptiveLimit {
   #max: number;
   #limit: number;
   #generation = 0;
-  #slowStart = true;
-  /** Fast 2xx counted towards the next increase (avoidance). */
+  /** The limit at the last halving, the last known trouble point; none in slow start. */
+  #ceiling: number | undefined;
+  /** What the next clean round at or above the ceiling adds: 1, doubling each such round. */
+  #probeStep = 1;
+  /** Fast 2xx counted towards the next increase (avoidance and probe). */
   #fast = 0;
 
   /** @param max the endpoint's `concurrency`: the limit never goes above it. */
@@ -95,13 +115,15 @@ export class AdaptiveLimit {
     if (report.generation !== this.#generation) return this.#limit;
     const signal = loadSignalOf(report.outcome, report.durationMs, this.#settings.targetLatencyMs);
     if (signal === LoadSignal.CONGESTED) {
+      this.#ceiling = this.#limit;
       this.#limit = Math.max(1, Math.floor(this.#limit / 2));
       this.#generation += 1;
-      this.#slowStart = false;
+      this.#probeStep = 1;
       this.#fast = 0;
     } else if (signal === LoadSignal.FAST && report.inFlight * 2 >= this.#limit) {
       this.#fast += 1;
-      if (this.#slowStart || this.#fast >= this.#limit) this.#increase();
+      if (this.#ceiling === undefined) this.#increase(1);
+      else if (this.#fast >= this.#limit) this.#increase(this.#takeRoundStep(this.#ceiling));
     }
     return this.#limit;
   }
@@ -116,9 +138,18 @@ export class AdaptiveLimit {
     this.#limit = Math.min(this.#limit, max);
   }
 
-  #increase(): void {
+  /** What a clean round adds past slow start: 1 below the ceiling, else the probe's step, which it doubles. */
+  #takeRoundStep(ceiling: number): number {
+    if (this.#limit < ceiling) return 1;
+    const step = this.#probeStep;
+    // Bounded by the maximum, so that it stops growing once the limit sits at the maximum.
+    this.#probeStep = Math.min(this.#probeStep * 2, this.#max);
+    return step;
+  }
+
+  #increase(by: number): void {
     this.#fast = 0;
-    this.#limit = Math.min(this.#max, this.#limit + 1);
+    this.#limit = Math.min(this.#max, this.#limit + by);
   }
 }
 

@@ -165,9 +165,9 @@ for (const [name, r] of Object.entries(scenarios)) {
       const fixed = phases(r.fixed);
       const perPhase = phases(r.adaptive).map((a, i) => {
         const f = fixed[i] ?? {};
-        return `cap ${fmt(a.capacity)}: util ${fmt(f.utilisation)}→${fmt(a.utilisation)}, 503s ${fmt(f.overshoot)}→${fmt(a.overshoot)}, ${fmt(f.deliveredPerSec)}→${fmt(a.deliveredPerSec)}/s`;
+        return `cap ${fmt(a.capacity)}: util ${fmt(f.utilisation)}→${fmt(a.utilisation)}, 503s ${fmt(f.overshoot)}→${fmt(a.overshoot)}, ${fmt(f.deliveredPerSec)}→${fmt(a.deliveredPerSec)}/s, 90 % in ${fmt(f.secondsTo90)}→${fmt(a.secondsTo90)} s`;
       });
-      rows.push([name, '—', `fixed ${fmt(r.maxConcurrency)} → adaptive; ${perPhase.join('; ')}`, 'less overshoot, util ≥ 0.5', verdict(r)]);
+      rows.push([name, '—', `fixed ${fmt(r.maxConcurrency)} → adaptive; ${perPhase.join('; ')}`, 'less overshoot, util ≥ 0.5, 90 % ≤ 4 s after a rise', verdict(r)]);
       break;
     }
     case 'cluster': {

@@ -8,8 +8,10 @@
  * Per phase, from the sink's side: utilisation (the mean of requests held
  * over the phase, against what Herald could use: the sink's capacity, at most
  * the endpoint's 64), overshoot (requests refused with 503 / all requests),
- * delivered/s (requests accepted), and Herald's mean limit (sampled from
- * `/v1/status` every 250 ms). The breaker is set out of reach, so that what is
+ * delivered/s (requests accepted), Herald's mean limit (sampled from
+ * `/v1/status` every 250 ms), and how soon Herald's requests in flight (its
+ * `running`, sampled with the limit) first reach 90 % of what it could use
+ * after the capacity changed: how fast it follows a jump. The breaker is set out of reach, so that what is
  * compared is the concurrency alone: most of the fixed run's requests are
  * refused, above the default breaker's 50 %.
  * Refused deliveries retry after 1 s; the backlog outlasts every phase.
@@ -22,6 +24,10 @@ const HOLD_MS = 100;
 /** The sink's capacity in each phase: requests it takes at once. */
 const CAPACITY_PHASES = [50, 10, 200] as const;
 const LIMIT_SAMPLE_MS = 250;
+/** The share of what Herald could use that counts as having followed a change of capacity. */
+const FOLLOWED_SHARE = 0.9;
+/** How soon after a rise of capacity Herald should be there (one more per round trip took 5–6 s at a load of 5). */
+const FOLLOW_RISE_WITHIN_S = 4;
 /** More than the phases can deliver, so that work is queued throughout. */
 const BACKLOG_MARGIN = 1.5;
 
@@ -37,6 +43,8 @@ interface PhaseResult {
   /** Herald's side, sampled with the limit: attempts under way, and deliveries waiting in the mailbox. */
   readonly meanRunning: number;
   readonly meanQueued: number;
+  /** Seconds from the phase's start to the first sample with `running` at 90 % of what Herald could use; null: never. */
+  readonly secondsTo90: number | null;
 }
 
 export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
@@ -48,6 +56,7 @@ export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
     const fixed = await runMode(sink, 'fixed', events, phaseMs);
     const adaptive = await runMode(sink, 'adaptive', events, phaseMs);
     const belowMax = CAPACITY_PHASES.map((c, i) => [c, i] as const).filter(([c]) => c < MAX_CONCURRENCY);
+    const rises = CAPACITY_PHASES.map((c, i) => [c, i] as const).filter(([c, i]) => i > 0 && c > CAPACITY_PHASES[i - 1]!);
     return {
       maxConcurrency: MAX_CONCURRENCY,
       holdMs: HOLD_MS,
@@ -56,12 +65,15 @@ export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
       fixed: fixed.phases,
       adaptive: adaptive.phases,
       backlogLeft: { fixed: fixed.backlogLeft, adaptive: adaptive.backlogLeft },
-      target: 'adaptive: less overshoot than fixed where the capacity is below 64, and utilisation >= 0.5 in every phase',
+      target:
+        'adaptive: less overshoot than fixed where the capacity is below 64, utilisation >= 0.5 in every phase, ' +
+        `and running at 90 % of what it can use within ${FOLLOW_RISE_WITHIN_S} s of a rise of capacity`,
       met:
         fixed.backlogLeft > 0 &&
         adaptive.backlogLeft > 0 &&
         belowMax.every(([, i]) => adaptive.phases[i]!.overshoot < fixed.phases[i]!.overshoot) &&
-        adaptive.phases.every((p) => p.utilisation >= 0.5),
+        adaptive.phases.every((p) => p.utilisation >= 0.5) &&
+        rises.every(([, i]) => (adaptive.phases[i]!.secondsTo90 ?? Infinity) <= FOLLOW_RISE_WITHIN_S),
     };
   } finally {
     await sink.close();
@@ -109,7 +121,10 @@ async function runMode(
       const limits: number[] = [];
       const running: number[] = [];
       const queued: number[] = [];
-      const endAt = Date.now() + phaseMs;
+      const startedAt = Date.now();
+      const endAt = startedAt + phaseMs;
+      const usable = Math.min(capacity, MAX_CONCURRENCY);
+      let secondsTo90: number | null = null;
       while (Date.now() < endAt) {
         await sleep(LIMIT_SAMPLE_MS);
         const actor = (await herald.status()).actors.find((a) => a.endpointId === endpoint.id);
@@ -117,6 +132,7 @@ async function runMode(
         limits.push(actor.concurrencyLimit);
         running.push(actor.running);
         queued.push(actor.queued);
+        if (secondsTo90 === null && actor.running >= FOLLOWED_SHARE * usable) secondsTo90 = round((Date.now() - startedAt) / 1_000, 2);
       }
       const { load } = await sink.take();
       const meanHeld = load.heldMs / load.spanMs;
@@ -124,18 +140,20 @@ async function runMode(
         capacity,
         seconds: round(load.spanMs / 1_000, 1),
         meanHeld: round(meanHeld, 1),
-        utilisation: round(meanHeld / Math.min(capacity, MAX_CONCURRENCY), 2),
+        utilisation: round(meanHeld / usable, 2),
         overshoot: round(load.refused / Math.max(1, load.accepted + load.refused), 3),
         deliveredPerSec: Math.round(load.accepted / (load.spanMs / 1_000)),
         refused: load.refused,
         meanLimit: mean(limits),
         meanRunning: mean(running),
         meanQueued: mean(queued),
+        secondsTo90,
       };
       phases.push(phase);
       progress(
         `${mode}, capacity ${capacity}: utilisation ${phase.utilisation}, overshoot ${phase.overshoot}, ${phase.deliveredPerSec} delivered/s, ` +
-          `mean limit ${phase.meanLimit}, running ${phase.meanRunning}, queued ${phase.meanQueued}`,
+          `mean limit ${phase.meanLimit}, running ${phase.meanRunning}, queued ${phase.meanQueued}, ` +
+          `running at 90 % of ${usable} after ${phase.secondsTo90 ?? 'never'} s`,
       );
     }
     const status = await herald.status();
