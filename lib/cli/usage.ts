@@ -39,10 +39,12 @@ export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|list|show|enable|di
           10/s, 0.5/s, 30/min, 10/s,50`;
 
 export const PUBLISH_USAGE = `Usage: herald publish --tenant <id> --type <event type> --payload <json | @file | -> [--endpoint <id>] [--id <event id>]
+                      [--ordering-key <key>]
 
   --payload '{"n":1}'   the JSON payload; @file reads a file, - reads standard input
   --endpoint <id>       address one endpoint instead of fanning out to the subscribed ones
-  --id <event id>       your own id: publishing it again returns the stored event`;
+  --id <event id>       your own id: publishing it again returns the stored event
+  --ordering-key <key>  events of one key are delivered in order to a FIFO endpoint (1 to 200 characters)`;
 
 export const DELIVERIES_USAGE = `Usage: herald deliveries [--endpoint <id>] [--tenant <id>] [--type <event type>] [--status <status>]
                          [--since 7d|<ISO time>] [--until <time>] [--limit <n, default 50>]

@@ -364,10 +364,18 @@ describe('StatusServer (admin API over HTTP)', () => {
         await createEndpoint({ url: 'https://example.com' });
         const reply = await api('POST', '/v1/events', [
           { tenantId: 'acme', type: 'a.b', payload: 1, id: 'evt-1' },
-          { tenantId: 'acme', type: 'a.b', payload: 2, id: 'evt-2' },
+          { tenantId: 'acme', type: 'a.b', payload: 2, id: 'evt-2', orderingKey: 'order-9' },
         ]);
         expect(reply.status, reply.text).to.equal(202);
         expect(reply.json.data.map((e: { id: string }) => e.id)).to.deep.equal(['evt-1', 'evt-2']);
+        expect(reply.json.data.map((e: { orderingKey: string | null }) => e.orderingKey)).to.deep.equal([null, 'order-9']);
+      });
+
+      it('answers 400 naming orderingKey when it is longer than 200 characters', async () => {
+        await boot();
+        await createEndpoint({ url: 'https://example.com' });
+        const reply = await api('POST', '/v1/events', { tenantId: 'acme', type: 'a.b', payload: 1, orderingKey: 'k'.repeat(201) });
+        expectError(reply, 400, 'HERALD_INVALID_INPUT', 'orderingKey');
       });
     });
 
@@ -714,7 +722,7 @@ describe('StatusServer (admin API over HTTP)', () => {
         await createEndpoint({ url: 'https://example.com' });
         const one = await api('POST', '/v1/events', { tenantId: 'acme', type: 'a.b', payload: {}, priority: 'high' });
         const error = expectError(one, 400, 'HERALD_INVALID_INPUT', 'priority');
-        expect(error.rule).to.equal('is not a known field (allowed: tenantId, type, payload, id, endpointId)');
+        expect(error.rule).to.equal('is not a known field (allowed: tenantId, type, payload, id, endpointId, orderingKey)');
         const list = [0, 1, 2, 3].map((i) => ({ tenantId: 'acme', type: 'a.b', payload: i, ...(i === 3 ? { priority: 'high' } : {}) }));
         expectError(await api('POST', '/v1/events', list), 400, 'HERALD_INVALID_INPUT', '[3].priority');
         expect((await api('GET', '/v1/deliveries')).json.data).to.deep.equal([]);

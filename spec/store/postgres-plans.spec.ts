@@ -101,7 +101,7 @@ describe('PostgresStore hot statements on a long history (EXPLAIN)', function ()
     ['fan-out of 100 events, claiming', fanOut.recordFanOuts, () => [
       unfannedIds, NOW, 'node-a', deliveriesOf.map((d) => d.id), deliveriesOf.map((d) => d.eventId), deliveriesOf.map((d) => d.endpointId),
       deliveriesOf.map(() => 'acme'), deliveriesOf.map(() => 'a.b'), deliveriesOf.map((d) => slotOf(d.endpointId, SLOTS)),
-      deliveriesOf.map(() => NOW), deliveriesOf.map(() => NOW), deliveriesOf.map(() => true),
+      deliveriesOf.map(() => NOW), deliveriesOf.map(() => NOW), deliveriesOf.map(() => true), deliveriesOf.map(() => null),
     ]],
     ['count of the due backlog', claims.countDue, () => [NOW, 1_001]],
     ['claim by scan', claims.claimByScan, () => ['node-a', NOW, [], null, 10, 100]],

@@ -92,14 +92,14 @@ describe('PostgresStore (what only PostgreSQL does)', () => {
       if ((await store.getEndpoint(id)) === undefined) await store.createEndpoint(makeEndpoint(id, 'acme', clock.now()));
     }
     const events: OutboxEvent[] = Array.from({ length: perEndpoint }, () => ({
-      id: newEventId(clock.now()), tenantId: 'acme', type: 'invoice.paid', payload: '{"n":1}', createdAt: clock.now(), endpointId: null,
+      id: newEventId(clock.now()), tenantId: 'acme', type: 'invoice.paid', payload: '{"n":1}', createdAt: clock.now(), endpointId: null, orderingKey: null,
     }));
     await store.appendEvents(events);
     const fanOuts = events.map((event, i) => ({
       eventId: event.id,
       deliveries: endpointIds.map((endpointId) => ({
         id: deliveryIdFor(event.id, endpointId, event.createdAt), eventId: event.id, endpointId, tenantId: 'acme',
-        eventType: event.type, slot: slotOf(endpointId, SLOTS), nextAttemptAt: clock.now() + i, createdAt: clock.now(),
+        eventType: event.type, slot: slotOf(endpointId, SLOTS), nextAttemptAt: clock.now() + i, createdAt: clock.now(), orderingKey: null,
       })),
     }));
     await store.recordFanOuts(fanOuts, clock.now(), claim);
@@ -241,9 +241,9 @@ describe('PostgresStore (what only PostgreSQL does)', () => {
 
       // Its own append first, then another's: notifications arrive in commit order, so when the
       // second one's wake-up comes, the first would have come before it.
-      await watcher.appendEvents([{ id: newEventId(clock.now()), tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
+      await watcher.appendEvents([{ id: newEventId(clock.now()), tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null, orderingKey: null }]);
       let woken = signal.next();
-      await other.appendEvents([{ id: newEventId(clock.now()), tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
+      await other.appendEvents([{ id: newEventId(clock.now()), tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null, orderingKey: null }]);
       await woken;
       expect(signal.count() - base, 'its own append did not wake it').to.equal(1);
 
@@ -263,7 +263,7 @@ describe('PostgresStore (what only PostgreSQL does)', () => {
       const watcher = await opened();
       const other = await opened(watcher.schema);
       await watcher.createEndpoint(makeEndpoint('ep_a', 'acme', clock.now()));
-      const event: OutboxEvent = { id: newEventId(clock.now()), tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null };
+      const event: OutboxEvent = { id: newEventId(clock.now()), tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null, orderingKey: null };
       await watcher.appendEvents([event]);
       const signal = calls();
       watcher.watch(signal.listener);
@@ -274,7 +274,7 @@ describe('PostgresStore (what only PostgreSQL does)', () => {
       const deliveryId = deliveryIdFor(event.id, 'ep_a', event.createdAt);
       await other.recordFanOuts([{ eventId: event.id, deliveries: [{
         id: deliveryId, eventId: event.id, endpointId: 'ep_a', tenantId: 'acme', eventType: 't',
-        slot: slotOf('ep_a', SLOTS), nextAttemptAt: clock.now(), createdAt: clock.now(),
+        slot: slotOf('ep_a', SLOTS), nextAttemptAt: clock.now(), createdAt: clock.now(), orderingKey: null,
       }] }], clock.now());
       await woken;
       expect(signal.count() - base).to.equal(1);

@@ -83,7 +83,19 @@ import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } fr
 import { checkServerSupport, tooOldProblem } from './server-check.ts';
 import type { ServerSupport } from './server-check.ts';
 import { Collections, ensureSchema, MetaKeys } from './schema.ts';
-import type { AttemptDoc, DeadLetterDoc, DeliveryDoc, DeliveryMinuteDoc, EndpointDoc, EventDoc, LeaseDoc, MetaDoc, NodeDoc, TenantTokenDoc } from './schema.ts';
+import type {
+  AttemptDoc,
+  DeadLetterDoc,
+  DeliveryDoc,
+  DeliveryMinuteDoc,
+  EndpointDoc,
+  EndpointSequenceDoc,
+  EventDoc,
+  LeaseDoc,
+  MetaDoc,
+  NodeDoc,
+  TenantTokenDoc,
+} from './schema.ts';
 import { createTenantToken, deleteTenantToken, getTenantToken, listTenantTokens } from './tenant-tokens.ts';
 import { settle } from './settle.ts';
 
@@ -735,6 +747,7 @@ function openState(client: MongoClient, db: Db, support: ServerSupport, origin: 
     nodes: db.collection<NodeDoc>(Collections.NODES),
     tenantTokens: db.collection<TenantTokenDoc>(Collections.TENANT_TOKENS),
     deliveryMinutes: db.collection<DeliveryMinuteDoc>(Collections.DELIVERY_MINUTES),
+    endpointSequences: db.collection<EndpointSequenceDoc>(Collections.ENDPOINT_SEQUENCES),
     transaction: (fn) => runTransaction(client, fn),
   };
 }
