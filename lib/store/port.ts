@@ -321,6 +321,12 @@ export interface Store {
   getDelivery(id: string): Promise<Delivery | undefined>;
   /** Newest first (ties by id, descending). */
   listDeliveries(filter: DeliveryFilter): Promise<Delivery[]>;
+  /**
+   * The endpoint's deliveries numbered after `after` (`sequence > after`), in sequence order, at
+   * most `limit` (1 to 1000): what a consumer that saw number `after` has to expect. A seek on
+   * (endpoint, sequence), whatever the history; deliveries older than the numbering are never listed.
+   */
+  listDeliveriesAfterSequence(endpointId: string, after: number, limit: number): Promise<Delivery[]>;
   /** Every attempt of a delivery, in order, across rounds. */
   listAttempts(deliveryId: string): Promise<Attempt[]>;
   countDeliveries(): Promise<Readonly<Record<DeliveryStatus, number>>>;

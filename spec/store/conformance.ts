@@ -634,6 +634,34 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         });
       });
 
+      context('when an endpoint\'s deliveries are listed after a sequence number', () => {
+        it('lists those numbered after it, in sequence order, up to the limit, of that endpoint only', async () => {
+          await addEndpoint('ep_1');
+          await addEndpoint('ep_2');
+          for (let i = 1; i <= 5; i++) await seed(['ep_1', 'ep_2'], { eventId: `evt_n${i}` });
+          const page = await store.listDeliveriesAfterSequence('ep_1', 1, 3);
+          expect(page.map((d) => [d.sequence, d.eventId, d.endpointId])).to.deep.equal([
+            [2, 'evt_n2', 'ep_1'], [3, 'evt_n3', 'ep_1'], [4, 'evt_n4', 'ep_1'],
+          ]);
+          expect((await store.listDeliveriesAfterSequence('ep_1', 4, 10)).map((d) => d.sequence)).to.deep.equal([5]);
+          expect(await store.listDeliveriesAfterSequence('ep_1', 5, 10)).to.deep.equal([]);
+          expect((await store.listDeliveriesAfterSequence('ep_1', 0, 1000)).map((d) => d.sequence)).to.deep.equal([1, 2, 3, 4, 5]);
+          expect(await store.listDeliveriesAfterSequence('ep_missing', 0, 10)).to.deep.equal([]);
+          expect((await store.listDeliveriesAfterSequence('ep_1', 0, 1))[0]).to.deep.equal(await store.getDelivery(deliveryIdFor('evt_n1', 'ep_1', clock.now())));
+        });
+
+        it('keeps a delivery\'s number through a retry, its death and its replay', async () => {
+          await addEndpoint('ep_1');
+          await seed(['ep_1']);
+          const { delivery } = await claimedDelivery('ep_1');
+          expect(delivery.sequence).to.equal(2);
+          await store.settle([{ kind: 'dead', deliveryId: delivery.id, epoch: delivery.leaseEpoch, attempt: attempt(clock.now(), { kind: 'timeout', timeoutMs: 10 }, 'timeout'), deadLetterId: 'dl_seq', reason: 'exhausted' }], clock.now());
+          expect(await store.replayDeadLetters({ ids: ['dl_seq'] }, clock.now())).to.deep.equal(['dl_seq']);
+          expect(await store.getDelivery(delivery.id)).to.include({ status: 'pending', sequence: 2 });
+          expect((await store.listDeliveriesAfterSequence('ep_1', 1, 10)).map((d) => [d.id, d.sequence, d.status])).to.deep.equal([[delivery.id, 2, 'pending']]);
+        });
+      });
+
       context('when an event has an ordering key', () => {
         it('keeps it on the event and copies it onto every delivery; an event without one has null', async () => {
           await addEndpoint('ep_1');

@@ -68,7 +68,7 @@ import type { StoreDb } from './collections.ts';
 import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../../dead-letters/failure-groups.ts';
 import { failureGroups, replayFailureGroup } from './failure-groups.ts';
 import { countReplayableDeadLetters, getDeadLetter, listDeadLetters, replayableDeadLetterPage, replayDeadLetters, triageDeadLetters, unreviewedDeadLetters } from './dead-letters.ts';
-import { countDeliveries, getDelivery, listAttempts, listDeliveries, nextDueAt } from './delivery-log.ts';
+import { countDeliveries, getDelivery, listAttempts, listDeliveries, listDeliveriesAfterSequence, nextDueAt } from './delivery-log.ts';
 import type { EmbeddedServer, StartEmbeddedServer } from './embedded-server.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, resumeDeliveries, tenantExists, updateEndpoint } from './endpoints.ts';
 import { appendEvents, countUnfannedEvents, fanOutBatch, getEvent, recordFanOuts, unfannedEvents } from './fan-out.ts';
@@ -553,6 +553,12 @@ export class MongoStore implements Store {
     const limit = clampLimit(filter.limit ?? DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT);
     if (limit === 0) return [];
     return this.#run('listDeliveries', (state) => listDeliveries(state, filter, limit));
+  }
+
+  async listDeliveriesAfterSequence(endpointId: string, after: number, limit: number): Promise<Delivery[]> {
+    const n = clampLimit(limit, MAX_LIST_LIMIT);
+    if (n === 0) return [];
+    return this.#run('listDeliveriesAfterSequence', (state) => listDeliveriesAfterSequence(state, endpointId, after, n));
   }
 
   async listAttempts(deliveryId: string): Promise<Attempt[]> {
