@@ -650,7 +650,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           expect((await store.listDeliveriesAfterSequence('ep_1', 0, 1))[0]).to.deep.equal(await store.getDelivery(deliveryIdFor('evt_n1', 'ep_1', clock.now())));
         });
 
-        it('keeps a delivery\'s number through a retry, its death and its replay', async () => {
+        it('keeps a delivery\'s number through its death, its replay and a resume', async () => {
           await addEndpoint('ep_1');
           await seed(['ep_1']);
           const { delivery } = await claimedDelivery('ep_1');
@@ -658,6 +658,8 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           await store.settle([{ kind: 'dead', deliveryId: delivery.id, epoch: delivery.leaseEpoch, attempt: attempt(clock.now(), { kind: 'timeout', timeoutMs: 10 }, 'timeout'), deadLetterId: 'dl_seq', reason: 'exhausted' }], clock.now());
           expect(await store.replayDeadLetters({ ids: ['dl_seq'] }, clock.now())).to.deep.equal(['dl_seq']);
           expect(await store.getDelivery(delivery.id)).to.include({ status: 'pending', sequence: 2 });
+          // Re-enabling an endpoint makes its waiting deliveries due, numbers unchanged.
+          await store.resumeDeliveries('ep_1', clock.now());
           expect((await store.listDeliveriesAfterSequence('ep_1', 1, 10)).map((d) => [d.id, d.sequence, d.status])).to.deep.equal([[delivery.id, 2, 'pending']]);
         });
       });
