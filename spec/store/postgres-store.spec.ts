@@ -108,6 +108,32 @@ describe('PostgresStore (what only PostgreSQL does)', () => {
 
   const allSlots = Array.from({ length: SLOTS }, (_, i) => i);
 
+  context('when several nodes fan out to the same endpoints at once', () => {
+    it('numbers every endpoint 1..n without a gap or a repeat, and no batch fails (the counters are locked in id order)', async () => {
+      const schema = `herald_spec_${++schemas}`;
+      const [a, b] = [await opened(schema), await opened(schema)];
+      const endpointIds = ['ep_a', 'ep_b', 'ep_c', 'ep_d', 'ep_e'];
+      for (const id of endpointIds) await a.createEndpoint(makeEndpoint(id, 'acme', clock.now()));
+      const events: OutboxEvent[] = Array.from({ length: 48 }, (_, i) => ({
+        id: `evt_${String(i).padStart(3, '0')}`, tenantId: 'acme', type: 'invoice.paid', payload: '{}', createdAt: clock.now(), endpointId: null, orderingKey: null,
+      }));
+      await a.appendEvents(events);
+      // 12 batches of 4 events, half of them naming the endpoints in reverse order, half through each node.
+      const batches = Array.from({ length: 12 }, (_, n) => events.slice(n * 4, n * 4 + 4).map((event) => ({
+        eventId: event.id,
+        deliveries: (n % 2 === 0 ? endpointIds : [...endpointIds].reverse()).map((endpointId) => ({
+          id: deliveryIdFor(event.id, endpointId, event.createdAt), eventId: event.id, endpointId, tenantId: 'acme',
+          eventType: event.type, slot: slotOf(endpointId, SLOTS), nextAttemptAt: clock.now(), createdAt: clock.now(), orderingKey: null,
+        })),
+      })));
+      await Promise.all(batches.map((batch, n) => (n % 2 === 0 ? a : b).recordFanOuts(batch, clock.now())));
+      for (const endpointId of endpointIds) {
+        const numbers = (await a.listDeliveriesAfterSequence(endpointId, 0, 1000)).map((d) => d.sequence);
+        expect(numbers, endpointId).to.deep.equal(Array.from({ length: 48 }, (_, i) => i + 1));
+      }
+    });
+  });
+
   context('when the store setting names PostgreSQL', () => {
     it('opens a PostgresStore in the schema the URI names, and refuses a bad URI naming the rule, password hidden', async () => {
       const url = new URL(await sharedDatabase());
