@@ -51,12 +51,14 @@ export class FanOutStatements {
     // Through the partial index of waiting events: the count stops at the cap.
     this.#countUnfanned = db.prepare<unknown[], number>(`SELECT count(*) FROM (SELECT 1 FROM events WHERE fanned_out_at IS NULL LIMIT ?)`).pluck();
     this.#markFannedOut = db.prepare(`UPDATE events SET fanned_out_at = COALESCE(fanned_out_at, @now) WHERE id = @id`);
-    // RETURNING gives the row only when it was inserted (not when the id existed).
-    this.#insertDelivery = db.prepare<unknown[], DeliveryRow>(`INSERT OR IGNORE INTO deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot,
+    // RETURNING gives the row only when it was inserted (not when the id existed). Only a conflict
+    // on the id is ignored: a number already given (the unique (endpoint_id, sequence)) is an error.
+    this.#insertDelivery = db.prepare<unknown[], DeliveryRow>(`INSERT INTO deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot,
         status, attempts, round, next_attempt_at, lease_epoch, last_error, created_at, updated_at, delivered_at, sequence, ordering_key)
       VALUES (@id, @eventId, @endpointId, @tenantId, @eventType, @slot,
         @status, 0, 0, @nextAttemptAt, @epoch, NULL, @createdAt, CASE WHEN @status = 'pending' THEN @createdAt ELSE @now END, NULL,
         @sequence, @orderingKey)
+      ON CONFLICT (id) DO NOTHING
       RETURNING ${DELIVERY_COLUMNS}`);
     this.#lastSequence = db.prepare<unknown[], number>(`SELECT last_sequence FROM endpoint_sequences WHERE endpoint_id = ?`).pluck();
     this.#saveSequence = db.prepare(`INSERT INTO endpoint_sequences (endpoint_id, last_sequence) VALUES (@endpointId, @last)
