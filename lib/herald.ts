@@ -47,6 +47,7 @@ import {
   type RateLimit,
   type SigningSecret,
 } from './model.ts';
+import { rowsToRead, sequencePageOf, type SequencePage, type SequencePageRequest } from './endpoints/sequence-page.ts';
 import { outboxEventOf, validateEventInputs } from './producer/validate-event.ts';
 import { generateSecret } from './signing/secret.ts';
 import type { SecretBox } from './signing/secret-box.ts';
@@ -315,8 +316,9 @@ export class Herald {
           emit,
           sign: async (job, endpoint, timestampSec) => {
             const keys = signingKeys.active(endpoint, clock.now());
-            const signature = await this.#signer.sign({ keys, id: job.event.id, timestampSec, body: job.event.payload });
-            return deliveryHeaders(job.event.id, timestampSec, signature);
+            const { sequence } = job.delivery;
+            const signatures = await this.#signer.signRequest({ keys, id: job.event.id, timestampSec, body: job.event.payload, sequence });
+            return deliveryHeaders(job.event.id, timestampSec, signatures, sequence);
           },
           send: (request) => this.#sender.send(request),
           listAttempts: (deliveryId) => store.listAttempts(deliveryId),
@@ -490,6 +492,17 @@ export class Herald {
 
   async getEndpoint(id: string): Promise<EndpointView> {
     return viewOf(await this.#endpoint(id));
+  }
+
+  /**
+   * The endpoint's deliveries numbered after `request.after`, in sequence order (gap detection:
+   * lib/endpoints/sequence-page.ts).
+   * @throws NotFoundError (`endpointId`) for an unknown endpoint.
+   */
+  async listEndpointEvents(endpointId: string, request: SequencePageRequest): Promise<SequencePage> {
+    await this.#endpoint(endpointId);
+    const rows = await this.#store.listDeliveriesAfterSequence(endpointId, request.after, rowsToRead(request.limit));
+    return sequencePageOf(rows, request.limit);
   }
 
   async updateEndpoint(id: string, input: unknown): Promise<EndpointView> {

@@ -12,7 +12,7 @@ export { MongoStore, type MongoStoreOptions } from './store/mongo/mongo-store.ts
 export type { ChangeFeedRestart, ChangeFeedRestartReason } from './store/mongo/change-feed.ts';
 export { MAX_PAYLOAD_DEPTH, type EventInput } from './producer/validate-event.ts';
 export { JsonText } from './producer/json-text.ts';
-export { verify, WebhookVerificationError } from './signing/verify.ts';
+export { verify, WebhookHeader, WebhookVerificationError, type VerifiedWebhook, type VerifyOptions } from './signing/verify.ts';
 export { resolveConfig, readConfigFile, configFromEnv, type HeraldConfig, type ConfigOverrides } from './config/config.ts';
 export { StatusServer } from './status/status-server.ts';
 export { systemClock, systemRandom, ManualClock, seededRandom, type Clock, type Random, type TimerHandle } from './clock.ts';

@@ -12,6 +12,11 @@ export interface OutboxEvent {
   readonly createdAt: number;
   /** Set when the producer addressed one endpoint directly instead of fanning out. */
   readonly endpointId: string | null;
+  /**
+   * The producer's ordering key (1 to 200 characters), copied onto each of the event's deliveries;
+   * `null` when it gave none. Events of one key go to a FIFO endpoint in order.
+   */
+  readonly orderingKey: string | null;
 }
 
 export const DeliveryMode = {
@@ -190,6 +195,14 @@ export interface Delivery {
   readonly createdAt: number;
   readonly updatedAt: number;
   readonly deliveredAt: number | null;
+  /**
+   * The endpoint's number for this delivery (`webhook-sequence`): 1, 2, 3, … per endpoint in the
+   * order fan-out created them, without gaps, never reused, kept by retries and replays. `null`
+   * only on a delivery created before sequence numbers existed.
+   */
+  readonly sequence: number | null;
+  /** Its event's ordering key, copied at fan-out; `null` when the event had none. */
+  readonly orderingKey: string | null;
 }
 
 /** A claimed delivery with what is needed to send it. */

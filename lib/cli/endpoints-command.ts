@@ -1,8 +1,10 @@
 /**
- * `herald endpoints add|list|show|enable|disable|rotate-secret`: endpoints
+ * `herald endpoints add|list|show|events|enable|disable|rotate-secret`: endpoints
  * over the admin API. Secrets are printed only when the API returns one
- * (on `add` and `rotate-secret`), never listed.
+ * (on `add` and `rotate-secret`), never listed. `events` lists an endpoint's
+ * deliveries after a sequence number (`webhook-sequence`), to explain a gap.
  */
+import type { SequencePage } from '../endpoints/sequence-page.ts';
 import { AdminClient } from './admin-client.ts';
 import { connectionOf, parseCommand, parseInteger, UsageError, writeJson, type CliIo } from './cli-io.ts';
 import { ENDPOINTS_USAGE } from './usage.ts';
@@ -42,6 +44,8 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
     mode: { type: 'string' },
     description: { type: 'string' },
     id: { type: 'string' },
+    after: { type: 'string' },
+    limit: { type: 'string' },
   });
   if (values.help === true) {
     io.stdout.write(`${ENDPOINTS_USAGE}\n`);
@@ -95,6 +99,25 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
         else io.stdout.write(show(endpoint));
         return 0;
       }
+      case 'events': {
+        const query = {
+          after: values.after === undefined ? undefined : String(parseInteger('after', values.after, 0, Number.MAX_SAFE_INTEGER)),
+          limit: values.limit === undefined ? undefined : String(parseInteger('limit', values.limit, 1, 1_000)),
+        };
+        const page = await client.get<SequencePage>(`/v1/endpoints/${encodeURIComponent(needsId())}/events`, query);
+        if (values.json === true) writeJson(io, page);
+        else if (page.data.length === 0) io.stdout.write(`Nothing numbered after ${values.after ?? 0}.\n`);
+        else {
+          io.stdout.write(
+            table(
+              ['SEQ', 'EVENT', 'TYPE', 'STATUS', 'CREATED', 'DELIVERED', 'DELIVERY'],
+              page.data.map((d) => [d.sequence, d.eventId, d.eventType, d.status, time(d.createdAt), time(d.deliveredAt), d.deliveryId]),
+            ),
+          );
+          if (page.nextAfter !== null) io.stdout.write(`More: --after ${page.nextAfter}\n`);
+        }
+        return 0;
+      }
       case 'enable':
       case 'disable': {
         const endpoint = await client.post<EndpointView>(`/v1/endpoints/${encodeURIComponent(needsId())}/${action}`);
@@ -114,7 +137,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
         return 0;
       }
       case undefined:
-        throw new UsageError('endpoints: an action is required (add, list, show, enable, disable, rotate-secret)');
+        throw new UsageError('endpoints: an action is required (add, list, show, events, enable, disable, rotate-secret)');
       default:
         throw new UsageError(`endpoints: unknown action '${action}'`);
     }

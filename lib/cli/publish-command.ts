@@ -12,7 +12,8 @@ import { PUBLISH_USAGE } from './usage.ts';
 export async function runPublish(args: readonly string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommand(
     args,
-    { tenant: { type: 'string' }, type: { type: 'string' }, payload: { type: 'string' }, endpoint: { type: 'string' }, id: { type: 'string' } },
+    { tenant: { type: 'string' }, type: { type: 'string' }, payload: { type: 'string' }, endpoint: { type: 'string' }, id: { type: 'string' },
+      'ordering-key': { type: 'string' } },
     false,
   );
   if (values.help === true) {
@@ -36,6 +37,7 @@ export async function runPublish(args: readonly string[], io: CliIo): Promise<nu
     type: values.type,
     ...(values.endpoint === undefined ? {} : { endpointId: values.endpoint }),
     ...(values.id === undefined ? {} : { id: values.id }),
+    ...(values['ordering-key'] === undefined ? {} : { orderingKey: values['ordering-key'] }),
   });
   // The payload's text goes into the body as it is, so it is delivered byte for byte as given.
   const body = `${envelope.slice(0, -1)},"payload":${payload.text}}`;

@@ -22,13 +22,15 @@ export const SECRETS_USAGE = `Usage: herald secrets reencrypt [--config <file>] 
   HERALD_SECRET_KEYS_PREVIOUS. Works on the store directly, nodes may be running. Afterwards the
   previous keys can be dropped. Exits 1 when an endpoint's secrets cannot be opened (listed with their key id).`;
 
-export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|list|show|enable|disable|rotate-secret> [options]
+export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|list|show|events|enable|disable|rotate-secret> [options]
 
   herald endpoints add <endpoint url> --tenant <id> [--event-types a.b,c.*] [--retry default|aggressive|relaxed|PT10S,PT1M|<JSON>]
                        [--timeout-ms <n>] [--concurrency <n>] [--rate-limit <n>/s[,<burst>]] [--mode at-least-once|at-most-once]
                        [--description <text>] [--id <id>]
   herald endpoints list [--tenant <id>]
   herald endpoints show <id>
+  herald endpoints events <id> [--after <n>] [--limit <n, default 100>]
+                                        its deliveries numbered after n (webhook-sequence), in order
   herald endpoints enable <id>          re-enable; its waiting deliveries go out at once
   herald endpoints disable <id>
   herald endpoints rotate-secret <id>   a new secret; the old one keeps signing for signing.rotationOverlapMs
@@ -39,10 +41,12 @@ export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|list|show|enable|di
           10/s, 0.5/s, 30/min, 10/s,50`;
 
 export const PUBLISH_USAGE = `Usage: herald publish --tenant <id> --type <event type> --payload <json | @file | -> [--endpoint <id>] [--id <event id>]
+                      [--ordering-key <key>]
 
   --payload '{"n":1}'   the JSON payload; @file reads a file, - reads standard input
   --endpoint <id>       address one endpoint instead of fanning out to the subscribed ones
-  --id <event id>       your own id: publishing it again returns the stored event`;
+  --id <event id>       your own id: publishing it again returns the stored event
+  --ordering-key <key>  events of one key are delivered in order to a FIFO endpoint (1 to 200 characters)`;
 
 export const DELIVERIES_USAGE = `Usage: herald deliveries [--endpoint <id>] [--tenant <id>] [--type <event type>] [--status <status>]
                          [--since 7d|<ISO time>] [--until <time>] [--limit <n, default 50>]

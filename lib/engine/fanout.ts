@@ -46,5 +46,6 @@ export function planDeliveries(
     slot: slotOf(endpoint.id, slotCount),
     nextAttemptAt: now,
     createdAt: now,
+    orderingKey: event.orderingKey,
   }));
 }

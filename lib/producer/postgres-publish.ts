@@ -101,8 +101,8 @@ export async function publish(
   }
   if (fresh.length === 0) return result;
 
-  const inserted = new Set((await rowsOf<{ id: string }>(runner, `INSERT INTO ${schema}.events (id, tenant_id, type, payload, created_at, endpoint_id)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[])
+  const inserted = new Set((await rowsOf<{ id: string }>(runner, `INSERT INTO ${schema}.events (id, tenant_id, type, payload, created_at, endpoint_id, ordering_key)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[])
     ON CONFLICT (id) DO NOTHING RETURNING id`, [
     fresh.map((e) => e.id),
     fresh.map((e) => e.tenantId),
@@ -110,6 +110,7 @@ export async function publish(
     fresh.map((e) => e.payload),
     fresh.map((e) => e.createdAt),
     fresh.map((e) => e.endpointId),
+    fresh.map((e) => e.orderingKey),
   ])).map((row) => row.id));
   // Another connection stored one of these ids between the read and the insert: what it stored
   // stands, as an earlier publish of the same id would.
@@ -129,7 +130,7 @@ function sameTenant(stored: OutboxEvent, tenantId: string): OutboxEvent {
 }
 
 async function storedEvents(runner: SqlRunner, schema: string, ids: readonly string[]): Promise<Map<string, OutboxEvent>> {
-  const rows = await rowsOf<EventRow>(runner, `SELECT id, tenant_id, type, payload, created_at, endpoint_id
+  const rows = await rowsOf<EventRow>(runner, `SELECT id, tenant_id, type, payload, created_at, endpoint_id, ordering_key
     FROM ${schema}.events WHERE id = ANY($1::text[])`, [ids]);
   return new Map(rows.map((row) => [row.id, eventFromRow(row)]));
 }

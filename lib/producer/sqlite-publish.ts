@@ -39,10 +39,10 @@ function prepareStatements(db: BetterSqlite3.Database) {
     tenantExists: db.prepare<[string], number>(`SELECT 1 FROM endpoints WHERE tenant_id = ? LIMIT 1`).pluck(),
     endpointTenant: db.prepare<[string], string>(`SELECT tenant_id FROM endpoints WHERE id = ?`).pluck(),
     getEvent: db.prepare<[string], EventRow>(
-      `SELECT id, tenant_id, type, payload, created_at, endpoint_id FROM events WHERE id = ?`,
+      `SELECT id, tenant_id, type, payload, created_at, endpoint_id, ordering_key FROM events WHERE id = ?`,
     ),
-    insertEvent: db.prepare<[EventRow], unknown>(`INSERT INTO events (id, tenant_id, type, payload, created_at, endpoint_id)
-      VALUES (@id, @tenant_id, @type, @payload, @created_at, @endpoint_id)`),
+    insertEvent: db.prepare<[EventRow], unknown>(`INSERT INTO events (id, tenant_id, type, payload, created_at, endpoint_id, ordering_key)
+      VALUES (@id, @tenant_id, @type, @payload, @created_at, @endpoint_id, @ordering_key)`),
   };
 }
 
@@ -109,6 +109,7 @@ function publishOne(s: Statements, input: ValidEventInput, clock: Clock): Outbox
     payload: input.payloadJson,
     created_at: createdAt,
     endpoint_id: input.endpointId ?? null,
+    ordering_key: input.orderingKey ?? null,
   };
   s.insertEvent.run(row);
   return eventFromRow(row);

@@ -23,6 +23,11 @@ export interface EventInput {
   readonly id?: string;
   /** Deliver to this endpoint only, instead of fanning out by type. */
   readonly endpointId?: string;
+  /**
+   * Events with the same key are delivered in order to an endpoint that asks for it (FIFO); any
+   * text of 1 to 200 characters. Copied onto every delivery of the event.
+   */
+  readonly orderingKey?: string;
 }
 
 /** A validated event, its payload serialised. */
@@ -32,10 +37,11 @@ export interface ValidEventInput {
   readonly payloadJson: string;
   readonly id?: string;
   readonly endpointId?: string;
+  readonly orderingKey?: string;
 }
 
 /** The fields an event may have; any other is refused, so a typo (`tenantID`) is not silently dropped. */
-export const EVENT_FIELDS = Object.freeze(['tenantId', 'type', 'payload', 'id', 'endpointId'] as const);
+export const EVENT_FIELDS = Object.freeze(['tenantId', 'type', 'payload', 'id', 'endpointId', 'orderingKey'] as const);
 
 /** Levels of nesting of arrays and objects a payload may have (`{"a": [1]}` has 2). */
 export const MAX_PAYLOAD_DEPTH = 64;
@@ -49,6 +55,7 @@ const LIMITS = Object.freeze({
   type: 256,
   id: 128,
   endpointId: 128,
+  orderingKey: 200,
 });
 
 /**
@@ -72,6 +79,7 @@ export function validateEventInput(input: unknown, limits: { readonly maxPayload
   const type = token(fields, 'type', LIMITS.type, true);
   const id = token(fields, 'id', LIMITS.id, false);
   const endpointId = optionalString(fields, 'endpointId', LIMITS.endpointId);
+  const orderingKey = optionalString(fields, 'orderingKey', LIMITS.orderingKey);
 
   if (!('payload' in fields)) throw new ValidationError('payload', 'is required');
   const payload = fields['payload'];
@@ -91,6 +99,7 @@ export function validateEventInput(input: unknown, limits: { readonly maxPayload
     payloadJson,
     ...(id === undefined ? {} : { id }),
     ...(endpointId === undefined ? {} : { endpointId }),
+    ...(orderingKey === undefined ? {} : { orderingKey }),
   };
 }
 
@@ -231,5 +240,6 @@ export function outboxEventOf(valid: ValidEventInput, createdAt: number): Outbox
     payload: valid.payloadJson,
     createdAt,
     endpointId: valid.endpointId ?? null,
+    orderingKey: valid.orderingKey ?? null,
   };
 }

@@ -1,6 +1,8 @@
 /**
  * The signing pool's worker: signs a batch of requests and returns their
- * `webhook-signature` header values, in order.
+ * `webhook-signature` header values, in order, each followed by its
+ * `webhook-sequence-signature` when the request has a sequence (one flat
+ * list of strings: cheaper to send back than an object per request).
  *
  * It runs in a piscina worker thread, loaded the way the main thread's modules
  * are: compiled, or through tsx (see `workerExecArgv`). Keys arrive as base64
@@ -8,7 +10,7 @@
  * 8 KiB allocation slab, and structured cloning a view copies its whole
  * underlying ArrayBuffer, so 32 key bytes would travel as 8 KiB.
  */
-import { signatureHeader } from './signature.ts';
+import { sequenceSignatureHeader, signatureHeader } from './signature.ts';
 
 /** One request as it crosses to the worker. */
 export interface SignTask {
@@ -17,6 +19,8 @@ export interface SignTask {
   readonly id: string;
   readonly timestampSec: number;
   readonly body: string;
+  /** The delivery's sequence number, when it has one: its signature follows the body's. */
+  readonly sequence?: number;
 }
 
 /** Piscina calls this export by name (see `SigningPool`), so the module needs no default export. */
@@ -31,5 +35,11 @@ export function signBatch(batch: readonly SignTask[]): string[] {
     }
     return key;
   };
-  return batch.map((task) => signatureHeader(task.keys.map(keyOf), task.id, task.timestampSec, task.body));
+  const headers: string[] = [];
+  for (const task of batch) {
+    const keys = task.keys.map(keyOf);
+    headers.push(signatureHeader(keys, task.id, task.timestampSec, task.body));
+    if (task.sequence !== undefined) headers.push(sequenceSignatureHeader(keys, task.id, task.timestampSec, task.sequence));
+  }
+  return headers;
 }

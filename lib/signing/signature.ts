@@ -64,6 +64,72 @@ export function assertSignable(keys: readonly Uint8Array[], timestampSec: number
   }
 }
 
+/**
+ * The key a `webhook-sequence-signature` is made with: HMAC-SHA256 of the text `webhook-sequence`
+ * under the endpoint's key (the decoded `whsec_` secret, as for the body signature).
+ *
+ * A key of its own, rather than the body's key, because the signed text `id.timestamp.sequence` has
+ * the very shape of a body signature's `id.timestamp.body`: signed with the body's key, a captured
+ * request's sequence signature would be a valid `webhook-signature` for a forged request whose body
+ * is the sequence number (`42` is valid JSON). Under a derived key the two can never stand in for
+ * each other.
+ */
+export function sequenceKey(key: Uint8Array): Buffer {
+  return createHmac('sha256', key).update(SEQUENCE_KEY_LABEL).digest();
+}
+
+/** What {@link sequenceKey} signs to derive the sequence key. */
+export const SEQUENCE_KEY_LABEL = 'webhook-sequence';
+
+/** Derived keys of the keys seen, so a key used for many requests is derived once. */
+const sequenceKeys = new WeakMap<Uint8Array, Buffer>();
+
+function cachedSequenceKey(key: Uint8Array): Buffer {
+  let derived = sequenceKeys.get(key);
+  if (derived === undefined) {
+    derived = sequenceKey(key);
+    sequenceKeys.set(key, derived);
+  }
+  return derived;
+}
+
+/** The base64 HMAC-SHA256 of `${id}.${timestampSec}.${sequence}` under {@link sequenceKey}(`key`). */
+export function computeSequenceSignature(key: Uint8Array, id: string, timestampSec: number, sequence: number): string {
+  return createHmac('sha256', cachedSequenceKey(key)).update(`${id}.${timestampSec}.${sequence}`).digest('base64');
+}
+
+/**
+ * The `webhook-sequence-signature` header value: `v1,<sig>` for each key, in order, space-separated,
+ * each over `${id}.${timestampSec}.${sequence}` (see {@link computeSequenceSignature}).
+ * @throws ValidationError (`HERALD_INVALID_INPUT`) as {@link signatureHeader}, or naming `sequence`
+ *   when it is not a whole number ≥ 1.
+ */
+export function sequenceSignatureHeader(keys: readonly Uint8Array[], id: string, timestampSec: number, sequence: number): string {
+  assertSignable(keys, timestampSec);
+  assertSequence(sequence);
+  let header = '';
+  for (const key of keys) {
+    if (header !== '') header += ' ';
+    header += `v1,${computeSequenceSignature(key, id, timestampSec, sequence)}`;
+  }
+  return header;
+}
+
+/** @throws ValidationError (`HERALD_INVALID_INPUT`) naming `sequence` when it is not a whole number ≥ 1. */
+export function assertSequence(sequence: number): void {
+  if (!Number.isSafeInteger(sequence) || sequence < 1) {
+    throw new ValidationError('sequence', `must be a whole number ≥ 1 (got ${sequence})`);
+  }
+}
+
+/** The two headers that carry a delivery's signed sequence number. */
+export type SequenceHeaders = {
+  /** The endpoint's number for the delivery, decimal digits. */
+  readonly 'webhook-sequence': string;
+  /** `v1,<signature>` of `id.timestamp.sequence` for each active secret, space-separated. */
+  readonly 'webhook-sequence-signature': string;
+};
+
 /** The three `webhook-*` headers for one request. */
 export function webhookHeaders(id: string, timestampSec: number, signatureHeader: string): WebhookHeaders {
   return {

@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { ClosedError, ConfigError } from '../errors.ts';
 import type { SignTask } from './sign-worker.ts';
-import { assertSignable, signatureHeader } from './signature.ts';
+import { assertSequence, assertSignable, sequenceSignatureHeader, signatureHeader } from './signature.ts';
 import { workerExecArgv } from '../worker-exec-argv.ts';
 import { workerModule } from '../worker-module.ts';
 
@@ -73,6 +73,19 @@ export interface SignRequest {
   readonly timestampSec: number;
   /** The body exactly as sent. */
   readonly body: string;
+  /**
+   * The delivery's sequence number (`webhook-sequence`), if it has one: {@link SigningPool.signRequest}
+   * signs it too, with the same keys, in the same task.
+   */
+  readonly sequence?: number | null;
+}
+
+/** The signatures of one request. */
+export interface RequestSignatures {
+  /** The `webhook-signature` header value. */
+  readonly signature: string;
+  /** The `webhook-sequence-signature` header value; `null` when the request has no sequence. */
+  readonly sequenceSignature: string | null;
 }
 
 /** How many requests went each way, and how many pool tasks carried them. */
@@ -92,8 +105,10 @@ const DEFAULTS = Object.freeze({
 
 interface Pending {
   readonly request: SignRequest;
+  /** The sequence to sign too, or undefined. */
+  readonly sequence: number | undefined;
   readonly bytes: number;
-  readonly resolve: (header: string) => void;
+  readonly resolve: (signature: string, sequenceSignature: string | null) => void;
   readonly reject: (error: unknown) => void;
 }
 
@@ -143,17 +158,41 @@ export class SigningPool {
    */
   sign(request: SignRequest): Promise<string> {
     if (this.#closed) return Promise.reject(new ClosedError('signing pool'));
-    return new Promise<string>((resolve, reject) => {
-      // Validate now, alone, so one bad request cannot fail the batch it would join.
+    return new Promise<string>((resolve, reject) => this.#enqueue(request, undefined, (signature) => resolve(signature), reject));
+  }
+
+  /**
+   * Both signatures of one request: `webhook-signature`, and `webhook-sequence-signature` when
+   * `request.sequence` is set (`lib/signing/signature.ts`), made in the same task.
+   *
+   * @throws ClosedError (`HERALD_CLOSED`, as a rejection) once `close()` was called.
+   * @throws ValidationError (`HERALD_INVALID_INPUT`, as a rejection) with no keys, a bad timestamp
+   *   or a sequence that is not a whole number ≥ 1.
+   */
+  signRequest(request: SignRequest): Promise<RequestSignatures> {
+    if (this.#closed) return Promise.reject(new ClosedError('signing pool'));
+    const sequence = request.sequence ?? undefined;
+    return new Promise<RequestSignatures>((resolve, reject) =>
+      this.#enqueue(request, sequence, (signature, sequenceSignature) => resolve({ signature, sequenceSignature }), reject),
+    );
+  }
+
+  #enqueue(request: SignRequest, sequence: number | undefined, resolve: Pending['resolve'], reject: Pending['reject']): void {
+    // Validate now, alone, so one bad request cannot fail the batch it would join.
+    try {
       assertSignable(request.keys, request.timestampSec);
-      // Characters, not UTF-8 bytes: only batches are sized by it, and `length` costs nothing
-      // while `Buffer.byteLength` reads the whole body (≈ 8 µs at 64 KiB) on the main thread.
-      this.#queue.push({ request, bytes: request.body.length, resolve, reject });
-      if (!this.#flushQueued) {
-        this.#flushQueued = true;
-        queueMicrotask(() => this.#flush());
-      }
-    });
+      if (sequence !== undefined) assertSequence(sequence);
+    } catch (error) {
+      reject(error);
+      return;
+    }
+    // Characters, not UTF-8 bytes: only batches are sized by it, and `length` costs nothing
+    // while `Buffer.byteLength` reads the whole body (≈ 8 µs at 64 KiB) on the main thread.
+    this.#queue.push({ request, sequence, bytes: request.body.length, resolve, reject });
+    if (!this.#flushQueued) {
+      this.#flushQueued = true;
+      queueMicrotask(() => this.#flush());
+    }
   }
 
   /** Rejects what is queued or running with ClosedError and destroys the worker threads. Idempotent. */
@@ -177,9 +216,10 @@ export class SigningPool {
 
   #signInline(queue: readonly Pending[]): void {
     this.#stats.inline += queue.length;
-    for (const { request, resolve, reject } of queue) {
+    for (const { request, sequence, resolve, reject } of queue) {
       try {
-        resolve(signatureHeader(request.keys, request.id, request.timestampSec, request.body));
+        const signature = signatureHeader(request.keys, request.id, request.timestampSec, request.body);
+        resolve(signature, sequence === undefined ? null : sequenceSignatureHeader(request.keys, request.id, request.timestampSec, sequence));
       } catch (error) {
         reject(error);
       }
@@ -215,11 +255,12 @@ export class SigningPool {
       }
       return text;
     };
-    const tasks: SignTask[] = batch.map(({ request }) => ({
+    const tasks: SignTask[] = batch.map(({ request, sequence }) => ({
       keys: request.keys.map(encode),
       id: request.id,
       timestampSec: request.timestampSec,
       body: request.body,
+      ...(sequence === undefined ? {} : { sequence }),
     }));
     this.#inFlight.add(batch);
     let running: Promise<string[]>;
@@ -235,11 +276,16 @@ export class SigningPool {
     running.then(
       (headers) => {
         this.#inFlight.delete(batch);
-        for (let i = 0; i < batch.length; i++) {
-          const header = headers[i];
-          const pending = batch[i]!;
-          if (header === undefined) pending.reject(new Error(`signing worker returned ${headers.length} headers for ${batch.length} requests`));
-          else pending.resolve(header);
+        // One header per request, followed by its sequence signature when it has a sequence.
+        let at = 0;
+        for (const pending of batch) {
+          const header = headers[at++];
+          const sequenceHeader = pending.sequence === undefined ? null : headers[at++];
+          if (header === undefined || sequenceHeader === undefined) {
+            pending.reject(new Error(`signing worker returned ${headers.length} headers for ${batch.length} requests`));
+          } else {
+            pending.resolve(header, sequenceHeader);
+          }
         }
       },
       (error: unknown) => {

@@ -4,6 +4,10 @@
  * The checks, in order: the three `webhook-*` headers are present; the
  * timestamp is within `toleranceSec` of now (a captured request cannot be
  * replayed later); one of the `v1,` signatures matches one of the secrets.
+ * Then, when the request carries a sequence number (or `sequence: 'required'`),
+ * `webhook-sequence` is a whole number ≥ 1 and one of the `v1,` signatures of
+ * `webhook-sequence-signature` matches it (`lib/signing/signature.ts`), so a
+ * consumer that tracks the numbers to find gaps reads a number Herald sent.
  * Signatures are compared in constant time, so response timing does not leak
  * how much of a forged signature was right.
  */
@@ -11,13 +15,15 @@ import { timingSafeEqual } from 'node:crypto';
 import { systemClock } from '../clock.ts';
 import { ConfigError, ErrorCode, HeraldError } from '../errors.ts';
 import { secretKey } from './secret.ts';
-import { computeSignature } from './signature.ts';
+import { computeSequenceSignature, computeSignature } from './signature.ts';
 
 /** The header a verification failure is about. */
 export const WebhookHeader = {
   ID: 'webhook-id',
   TIMESTAMP: 'webhook-timestamp',
   SIGNATURE: 'webhook-signature',
+  SEQUENCE: 'webhook-sequence',
+  SEQUENCE_SIGNATURE: 'webhook-sequence-signature',
 } as const;
 export type WebhookHeader = (typeof WebhookHeader)[keyof typeof WebhookHeader];
 
@@ -42,6 +48,23 @@ export interface VerifyOptions {
   readonly toleranceSec?: number;
   /** The current time in seconds. @default the system clock */
   readonly nowSec?: number;
+  /**
+   * `if-present`: a request with `webhook-sequence` must carry a matching `webhook-sequence-signature`;
+   * one without either verifies, with `sequence: null`. `required`: a request without a sequence is
+   * refused too (every delivery Herald creates has one; only deliveries created before the numbering
+   * existed, and test requests of other senders, have none).
+   * @default 'if-present'
+   */
+  readonly sequence?: 'if-present' | 'required';
+}
+
+/** What a verified request says, authenticated. */
+export interface VerifiedWebhook {
+  /** `webhook-id`: the event id, the same on every attempt and replay. */
+  readonly id: string;
+  readonly timestampSec: number;
+  /** `webhook-sequence`, verified: the endpoint's number for this delivery; `null` when the request has none. */
+  readonly sequence: number | null;
 }
 
 const DEFAULT_TOLERANCE_SEC = 5 * 60;
@@ -49,18 +72,24 @@ const DEFAULT_TOLERANCE_SEC = 5 * 60;
 /** Whole seconds: a timestamp header carries nothing else (no sign, fraction or exponent). */
 const TIMESTAMP = /^\d{1,15}$/;
 
+/** A sequence number: decimal digits, no sign, no leading zero, at most 15 digits (a safe integer). */
+const SEQUENCE = /^[1-9]\d{0,14}$/;
+
 /**
- * Verifies a signed webhook request; returns normally when it is authentic.
+ * Verifies a signed webhook request; returns what it authenticated when it is authentic.
  *
  * @throws WebhookVerificationError (`HERALD_INVALID_SIGNATURE`) when a header
  *   is missing, the timestamp is malformed or outside the tolerance, or no
- *   signature matches any secret.
+ *   signature matches any secret; `header` says which. For the sequence:
+ *   `webhook-sequence` when it is malformed, or missing while its signature is
+ *   there (or `sequence: 'required'`); `webhook-sequence-signature` when it is
+ *   missing or matches neither the number nor any secret (a tampered number).
  * @throws ValidationError (`HERALD_INVALID_INPUT`) when a secret is not
  *   `whsec_` + base64 — a configuration mistake, not a bad request.
  * @throws ConfigError (`HERALD_INVALID_CONFIG`) when `toleranceSec` or
  *   `nowSec` is not a finite non-negative number.
  */
-export function verify(options: VerifyOptions): void {
+export function verify(options: VerifyOptions): VerifiedWebhook {
   const toleranceSec = options.toleranceSec ?? DEFAULT_TOLERANCE_SEC;
   if (!Number.isFinite(toleranceSec) || toleranceSec < 0) {
     throw new ConfigError('toleranceSec', toleranceSec, 'must be a finite number of seconds ≥ 0');
@@ -68,6 +97,10 @@ export function verify(options: VerifyOptions): void {
   const nowSec = options.nowSec ?? Math.floor(systemClock.now() / 1000);
   if (!Number.isFinite(nowSec) || nowSec < 0) {
     throw new ConfigError('nowSec', nowSec, 'must be a finite number of seconds since the epoch');
+  }
+  const sequenceRule = options.sequence ?? 'if-present';
+  if (sequenceRule !== 'if-present' && sequenceRule !== 'required') {
+    throw new ConfigError('sequence', sequenceRule, "must be 'if-present' or 'required'");
   }
   // Decode the secrets first: a malformed secret is the caller's mistake and
   // must surface as such, whatever the request looks like.
@@ -90,23 +123,45 @@ export function verify(options: VerifyOptions): void {
     throw new WebhookVerificationError(WebhookHeader.TIMESTAMP, `too new: more than ${toleranceSec} s after now`);
   }
 
+  matchOne(WebhookHeader.SIGNATURE, signatures, keys.map((key) => computeSignature(key, id, timestampSec, options.payload)));
+
+  const sequenceText = optionalSingleHeader(options.headers, WebhookHeader.SEQUENCE);
+  const sequenceSignatures = header(options.headers, WebhookHeader.SEQUENCE_SIGNATURE);
+  if (sequenceText === undefined) {
+    if (sequenceSignatures !== undefined) {
+      throw new WebhookVerificationError(WebhookHeader.SEQUENCE, `missing header, though ${WebhookHeader.SEQUENCE_SIGNATURE} is present`);
+    }
+    if (sequenceRule === 'required') throw new WebhookVerificationError(WebhookHeader.SEQUENCE, 'missing header');
+    return { id, timestampSec, sequence: null };
+  }
+  if (!SEQUENCE.test(sequenceText)) {
+    throw new WebhookVerificationError(WebhookHeader.SEQUENCE, 'must be a whole number ≥ 1 in decimal digits');
+  }
+  const sequence = Number(sequenceText);
+  if (sequenceSignatures === undefined) throw new WebhookVerificationError(WebhookHeader.SEQUENCE_SIGNATURE, 'missing header');
+  matchOne(WebhookHeader.SEQUENCE_SIGNATURE, sequenceSignatures, keys.map((key) => computeSequenceSignature(key, id, timestampSec, sequence)));
+  return { id, timestampSec, sequence };
+}
+
+/**
+ * Returns when one of the `v1,` signatures in `received` is one of `expected` (compared in
+ * constant time); else throws naming `name`.
+ */
+function matchOne(name: WebhookHeader, received: string, expected: readonly string[]): void {
   const candidates: Buffer[] = [];
-  for (const part of signatures.split(' ')) {
+  for (const part of received.split(' ')) {
     // Other versions (e.g. `v1a,` asymmetric signatures) are skipped, as the spec asks.
     if (part.startsWith('v1,')) candidates.push(Buffer.from(part.slice(3)));
   }
-  for (const key of keys) {
-    const expected = Buffer.from(computeSignature(key, id, timestampSec, options.payload));
+  for (const signature of expected) {
+    const wanted = Buffer.from(signature);
     for (const candidate of candidates) {
       // timingSafeEqual needs equal lengths; a length mismatch reveals nothing
       // secret, since every valid signature has the same length.
-      if (candidate.length === expected.length && timingSafeEqual(candidate, expected)) return;
+      if (candidate.length === wanted.length && timingSafeEqual(candidate, wanted)) return;
     }
   }
-  throw new WebhookVerificationError(
-    WebhookHeader.SIGNATURE,
-    candidates.length === 0 ? 'holds no v1 signature' : 'no signature matches the secret',
-  );
+  throw new WebhookVerificationError(name, candidates.length === 0 ? 'holds no v1 signature' : 'no signature matches the secret');
 }
 
 type Headers = VerifyOptions['headers'];
@@ -127,6 +182,15 @@ function header(headers: Headers, name: WebhookHeader): string | undefined {
   if (value === undefined) return undefined;
   const text = typeof value === 'string' ? value : value.join(' ');
   return text === '' ? undefined : text;
+}
+
+/** A header that may be absent (or empty), but appears at most once. */
+function optionalSingleHeader(headers: Headers, name: WebhookHeader): string | undefined {
+  const value = rawHeader(headers, name);
+  if (value === undefined || value.length === 0) return undefined;
+  if (typeof value === 'string') return value;
+  if (value.length > 1) throw new WebhookVerificationError(name, 'must appear once');
+  return value[0] === '' ? undefined : value[0];
 }
 
 /** A header that must appear exactly once and not be empty. */

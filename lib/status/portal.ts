@@ -11,7 +11,9 @@
  * its endpoints, all or one picked, over the last hour or 24 h
  * (`delivery-charts.ts`, shared with the dashboard); the open dead letters with
  * Replay, the delivery log (filtered by endpoint, status, event type) with each
- * delivery's payload and attempts (status, duration, response body), and how to
+ * delivery's payload and attempts (status, duration, response body); an endpoint's
+ * events after sequence number N (`webhook-sequence`), in order and paged, to
+ * explain a gap a consumer saw; and how to
  * verify signatures: the secret of the last rotation or creation made here, and
  * a Node snippet. It refreshes every 5 s. Everything the API returns is escaped
  * before it is shown.
@@ -59,6 +61,14 @@ ${deliveryChartsMarkup('all your endpoints')}</section>
  <button>Search</button></form>
 <table id="log"></table><p><button id="more" hidden>Next page</button></p>
 <div id="detail"></div></section>
+<section id="sequence"><h2>Events after sequence N</h2>
+<p class="muted">Each request to an endpoint carries <code>webhook-sequence</code>: 1, 2, 3, … per endpoint. A number you have not
+received is still on its way (retrying, or waiting while the endpoint is disabled) or failed for good (a dead letter: replay it):
+list what comes after the last number you saw.</p>
+<form id="seq-form" class="inline">
+ <label>Endpoint <input name="endpointId" size="38" required></label><label>After <input name="after" type="number" min="0" value="0" size="8"></label>
+ <button>Show</button></form>
+<table id="seq"></table><p><button id="seq-more" hidden>Next page</button></p></section>
 <section id="verify"><h2>Verifying signatures</h2>
 <p>Every request carries the <a href="https://www.standardwebhooks.com/">Standard Webhooks</a> headers <code>webhook-id</code>,
 <code>webhook-timestamp</code> and <code>webhook-signature</code>: an HMAC-SHA256 of <code>id.timestamp.body</code> with your endpoint's
@@ -118,7 +128,7 @@ async function refresh() {
           esc(e.eventTypes.length ? e.eventTypes.join(', ') : 'every type'), health, rate,
           '<button data-test="' + id + '">Send test event</button> <button data-rotate="' + id + '">Rotate secret</button> ' +
           (e.status === 'disabled' ? '<button data-enable="' + id + '">Enable</button>' : '<button data-disable="' + id + '">Disable</button>') +
-          ' <button data-log="' + id + '">Deliveries</button>'], 'data-endpoint="' + id + '"');
+          ' <button data-log="' + id + '">Deliveries</button> <button data-seq="' + id + '">Events by sequence</button>'], 'data-endpoint="' + id + '"');
       }).join('');
     $('dead').innerHTML = dead.data.length === 0 ? '<tr><td class="empty">Nothing failed for good.</td></tr>' :
       head(['died', 'endpoint', 'event', 'attempts', 'reason', '']) +
@@ -149,6 +159,23 @@ async function search(next) {
     if (next) $('log').insertAdjacentHTML('beforeend', rows);
     else $('log').innerHTML = page.data.length === 0 ? '<tr><td class="empty">No deliveries match.</td></tr>' : header + rows;
   } catch (e) { searchFailed = true; $('log').innerHTML = ''; say(e.message, true); }
+}
+
+let seqNext = null;
+async function sequence(next) {
+  const f = $('seq-form').elements;
+  const after = next ? seqNext : f.after.value || '0';
+  try {
+    const page = await api('/v1/endpoints/' + encodeURIComponent(f.endpointId.value.trim()) + '/events?limit=25&after=' + encodeURIComponent(after));
+    seqNext = page.nextAfter; $('seq-more').hidden = seqNext === null;
+    const rows = page.data.map((x) => row(['<b>' + esc(x.sequence) + '</b>', esc(x.eventType) + ' <code>' + esc(x.eventId) + '</code>',
+      '<span class="' + (x.status === 'delivered' ? 'ok' : x.status === 'dead' ? 'bad' : 'warn') + '">' + esc(x.status) + '</span>',
+      esc(when(x.createdAt)), esc(x.deliveredAt == null ? '' : when(x.deliveredAt)), '<button data-detail="' + esc(x.deliveryId) + '">Payload and attempts</button>'],
+      'data-sequence="' + esc(x.sequence) + '"')).join('');
+    if (next) $('seq').insertAdjacentHTML('beforeend', rows);
+    else $('seq').innerHTML = page.data.length === 0 ? '<tr><td class="empty">Nothing numbered after ' + esc(after) + '.</td></tr>' :
+      head(['sequence', 'event', 'status', 'created', 'delivered', '']) + rows;
+  } catch (e) { $('seq').innerHTML = ''; say(e.message, true); }
 }
 
 function attemptsTable(attempts) {
@@ -191,6 +218,8 @@ document.addEventListener('click', async (ev) => {
       const id = t.dataset.enable || t.dataset.disable;
       await api('/v1/endpoints/' + encodeURIComponent(id) + '/' + (t.dataset.enable ? 'enable' : 'disable'), { method: 'POST' });
       say((t.dataset.enable ? 'Enabled ' : 'Disabled ') + id + '.'); refresh();
+    } else if (t.dataset.seq) {
+      $('seq-form').elements.endpointId.value = t.dataset.seq; await sequence(); $('sequence').scrollIntoView();
     } else if (t.dataset.log) {
       $('search').elements.endpointId.value = t.dataset.log; logPaged = false; await search(); $('log').scrollIntoView();
     } else if (t.dataset.detail) {
@@ -203,6 +232,8 @@ document.addEventListener('click', async (ev) => {
 });
 $('search').addEventListener('submit', (ev) => { ev.preventDefault(); logPaged = false; search(); });
 $('more').addEventListener('click', () => search(true));
+$('seq-form').addEventListener('submit', (ev) => { ev.preventDefault(); sequence(); });
+$('seq-more').addEventListener('click', () => sequence(true));
 $('login').addEventListener('submit', (ev) => { ev.preventDefault(); sessionStorage.setItem('heraldPortalToken', $('token').value.trim()); $('token').value = ''; say(''); showLogin(); refresh(); });
 $('logout').addEventListener('click', () => { sessionStorage.removeItem('heraldPortalToken'); showLogin(); say('Signed out.'); });
 $('snippet').textContent = snippet(null);

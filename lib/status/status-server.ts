@@ -29,6 +29,7 @@ import {
 import type { Herald } from '../herald.ts';
 import type { FailureGroupFilter } from '../dead-letters/failure-groups.ts';
 import { isTriageState, TRIAGE_STATES } from '../dead-letters/triage.ts';
+import { sequencePageRequest } from '../endpoints/sequence-page.ts';
 import { DeliveryStatus, TriageState } from '../model.ts';
 import { parseEventsBody } from '../producer/json-text.ts';
 import type { DeadLetterFilter, DeliveryFilter } from '../store/port.ts';
@@ -236,6 +237,11 @@ export class StatusServer {
       const rotated = await h.rotateSecret(params.id ?? '');
       return { status: 200, json: { ...rotated.endpoint, secret: rotated.secret } };
     }, ownEndpoint);
+    // Gap detection: the endpoint's deliveries numbered after `after` (webhook-sequence), in order.
+    this.#route('GET', '/v1/endpoints/:id/events', async ({ params, query }) => ({
+      status: 200,
+      json: await h.listEndpointEvents(params.id ?? '', sequencePageRequest(query.get('after'), query.get('limit'))),
+    }), ownEndpoint);
     this.#route('POST', '/v1/endpoints/:id/test', async ({ params }) => {
       const sent = await h.sendTestEvent(params.id ?? '');
       return { status: 202, json: { ...sent.event, payload: JSON.parse(sent.event.payload) as unknown, deliveryId: sent.deliveryId } };

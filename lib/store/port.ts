@@ -57,6 +57,8 @@ export interface NewDelivery {
   readonly slot: number;
   readonly nextAttemptAt: number;
   readonly createdAt: number;
+  /** The event's ordering key, or `null`. (The store numbers the delivery: `Delivery.sequence`.) */
+  readonly orderingKey: string | null;
 }
 
 /** One event's fan-out: the deliveries it creates (none when nobody subscribes). */
@@ -274,6 +276,10 @@ export interface Store {
    * either inserts its deliveries ignoring ids that exist, or skips them (PostgreSQL: the process
    * that marked it wrote them). Both leave the same rows, since every process plans the same
    * deliveries, with the same ids, for an event.
+   * Each delivery inserted gets the next number of its endpoint (`Delivery.sequence`): per endpoint
+   * 1, 2, 3, … in the order given, gap-free and never reused; an id that exists, or a call that
+   * writes nothing (it throws, or rolls back), takes no number. At most one write to an endpoint's
+   * counter per call, whatever the number of its deliveries.
    * @throws NotFoundError when an event is not stored (nothing is written).
    */
   recordFanOuts(fanOuts: readonly FanOut[], now: number, claim?: FanOutClaim): Promise<Delivery[]>;
@@ -315,6 +321,12 @@ export interface Store {
   getDelivery(id: string): Promise<Delivery | undefined>;
   /** Newest first (ties by id, descending). */
   listDeliveries(filter: DeliveryFilter): Promise<Delivery[]>;
+  /**
+   * The endpoint's deliveries numbered after `after` (`sequence > after`), in sequence order, at
+   * most `limit` (1 to 1000): what a consumer that saw number `after` has to expect. A seek on
+   * (endpoint, sequence), whatever the history; deliveries older than the numbering are never listed.
+   */
+  listDeliveriesAfterSequence(endpointId: string, after: number, limit: number): Promise<Delivery[]>;
   /** Every attempt of a delivery, in order, across rounds. */
   listAttempts(deliveryId: string): Promise<Attempt[]>;
   countDeliveries(): Promise<Readonly<Record<DeliveryStatus, number>>>;

@@ -47,6 +47,8 @@ export interface EventRow {
   payload: string;
   created_at: number | string;
   endpoint_id: string | null;
+  /** Absent from rows a producer's older statement selects (read as no key). */
+  ordering_key?: string | null;
 }
 
 export interface DeliveryRow {
@@ -65,6 +67,9 @@ export interface DeliveryRow {
   created_at: number;
   updated_at: number;
   delivered_at: number | null;
+  /** A bigint from PostgreSQL (parsed into a number by the store's pool); NULL on rows older than the numbering. */
+  sequence: number | string | null;
+  ordering_key: string | null;
 }
 
 export interface AttemptRow {
@@ -143,6 +148,7 @@ export function eventFromRow(row: EventRow): OutboxEvent {
     // Epoch milliseconds fit a double exactly.
     createdAt: Number(row.created_at),
     endpointId: row.endpoint_id,
+    orderingKey: row.ordering_key ?? null,
   };
 }
 
@@ -162,6 +168,8 @@ export function deliveryFromRow(row: DeliveryRow): Delivery {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     deliveredAt: row.delivered_at,
+    sequence: row.sequence === null ? null : Number(row.sequence),
+    orderingKey: row.ordering_key,
   };
 }
 

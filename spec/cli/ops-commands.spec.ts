@@ -195,6 +195,35 @@ describe('herald ops commands (CLI against a running status port)', function () 
     });
   });
 
+  describe('publish --ordering-key and endpoints events', () => {
+    it('stores the ordering key, and lists the endpoint\'s deliveries after a sequence number as a table, as JSON, with paging', async () => {
+      answer = 200;
+      const { endpoint } = await t.herald.createEndpoint({ tenantId: 'globex', url: `${sink.url}/seq` });
+      const before = t.attempts.length;
+      const published = ok(await herald(['publish', '--tenant', 'globex', '--type', 'order.paid', '--payload', '{"n":1}', '--ordering-key', 'order-7', '--json']));
+      expect(published.json.orderingKey).to.equal('order-7');
+      await t.herald.publish([2, 3].map((n) => ({ tenantId: 'globex', type: 'order.paid', payload: { n } })));
+      await attemptsSeen(t, before + 3);
+      await t.herald.idle();
+
+      const [json, page, rest, bad] = await Promise.all([
+        herald(['endpoints', 'events', endpoint.id, '--json']),
+        herald(['endpoints', 'events', endpoint.id, '--after', '0', '--limit', '2']),
+        herald(['endpoints', 'events', endpoint.id, '--after', '3']),
+        herald(['endpoints', 'events', endpoint.id, '--after', 'x']),
+      ]);
+      expect(ok(json).json.data.map((d: { sequence: number; status: string }) => [d.sequence, d.status])).to.deep.equal([[1, 'delivered'], [2, 'delivered'], [3, 'delivered']]);
+      expect(json.json.nextAfter).to.equal(null);
+      const lines = ok(page).stdout.trim().split('\n');
+      expect(lines[0]).to.match(/^SEQ\s+EVENT\s+TYPE\s+STATUS/);
+      expect(lines.slice(1, 3).map((l) => l.split(/\s+/)[0])).to.deep.equal(['1', '2']);
+      expect(lines.at(-1)).to.equal('More: --after 2');
+      expect(ok(rest).stdout).to.equal('Nothing numbered after 3.\n');
+      expect(bad.code).to.equal(2);
+      expect(bad.stderr).to.include('--after: must be a whole number');
+    });
+  });
+
   /** An endpoint at `path` whose three events are dead-lettered (the sink answers 404); the sink answers `answer` afterwards. */
   async function threeDeadLetters(path: string): Promise<{ endpoint: { id: string }; before: number }> {
     answer = 404;

@@ -5,12 +5,25 @@ import { attemptsSeen, startHerald, startServer, type TestHerald, type TestServe
 
 describe('deliveryHeaders', () => {
   it('holds the three Standard Webhooks headers and an idempotency-key equal to webhook-id', () => {
-    expect(deliveryHeaders('evt_1', 1_767_225_600, 'v1,abc')).to.deep.equal({
+    expect(deliveryHeaders('evt_1', 1_767_225_600, { signature: 'v1,abc', sequenceSignature: null })).to.deep.equal({
       'webhook-id': 'evt_1',
       'webhook-timestamp': '1767225600',
       'webhook-signature': 'v1,abc',
       'idempotency-key': 'evt_1',
     });
+  });
+
+  it('adds webhook-sequence and its signature for a delivery with a sequence number, and only then', () => {
+    expect(deliveryHeaders('evt_1', 1_767_225_600, { signature: 'v1,abc', sequenceSignature: 'v1,def' }, 42)).to.deep.equal({
+      'webhook-id': 'evt_1',
+      'webhook-timestamp': '1767225600',
+      'webhook-signature': 'v1,abc',
+      'idempotency-key': 'evt_1',
+      'webhook-sequence': '42',
+      'webhook-sequence-signature': 'v1,def',
+    });
+    // A delivery from before the numbering: no sequence headers.
+    expect(deliveryHeaders('evt_1', 1_767_225_600, { signature: 'v1,abc', sequenceSignature: null }, null)).to.not.have.property('webhook-sequence');
   });
 });
 

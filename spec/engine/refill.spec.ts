@@ -116,7 +116,7 @@ describe('Claiming: at fan-out, by refill, by discovery (engine)', () => {
       const { endpoint } = await t.herald.createEndpoint({ tenantId: 'acme', url: server.url });
       // Written straight into the store, as another process would: no signal in this one.
       const now = t.clock.now();
-      await t.herald.store.appendEvents([{ id: 'evt_quiet', tenantId: 'acme', type: 'a.b', payload: '{}', createdAt: now, endpointId: endpoint.id }]);
+      await t.herald.store.appendEvents([{ id: 'evt_quiet', tenantId: 'acme', type: 'a.b', payload: '{}', createdAt: now, endpointId: endpoint.id, orderingKey: null }]);
       const claims = spyOnClaims(t.herald.store);
       t.clock.advance(t.herald.config.engine.sweepIntervalMs);
       await attemptsSeen(t, 1);

@@ -42,6 +42,12 @@ describe('publish (MongoDB)', () => {
       expect(error.message).to.match(/^type: /);
     });
 
+    it('rejects an ordering key longer than 200 characters, naming orderingKey', async () => {
+      const error = await rejection(publish(session, { tenantId: 'acme', type: 't', payload: {}, orderingKey: 'k'.repeat(201) }, { db }));
+      expect(error.code).to.equal(ErrorCode.INVALID_INPUT);
+      expect(error.message).to.match(/^orderingKey: must be at most 200 characters/);
+    });
+
     it('names the index of the bad event in a batch, and writes none of it', async () => {
       const error = await rejection(
         publish(session, [{ tenantId: 'acme', type: 'ok', payload: {} }, { tenantId: 'acme', type: 'ok' } as never], { db }),
@@ -107,9 +113,10 @@ describe('publish (MongoDB)', () => {
       try {
         const stored = await publish(s, [
           { id: 'evt_a', tenantId: 'acme', type: 't', payload: { n: 1 } },
-          { id: 'evt_b', tenantId: 'acme', type: 't', payload: { n: 2 }, endpointId: 'ep_1' },
+          { id: 'evt_b', tenantId: 'acme', type: 't', payload: { n: 2 }, endpointId: 'ep_1', orderingKey: 'order-9' },
         ], { client, dbName, clock });
         expect(stored.map((e) => [e.id, e.endpointId, e.payload])).to.deep.equal([['evt_a', null, '{"n":1}'], ['evt_b', 'ep_1', '{"n":2}']]);
+        expect((await store.getEvent('evt_b'))?.orderingKey).to.equal('order-9');
         expect((await store.unfannedEvents(10)).map((e) => e.id)).to.deep.equal(['evt_a', 'evt_b']);
 
         const error = await rejection(publish(s, [
@@ -124,7 +131,7 @@ describe('publish (MongoDB)', () => {
     });
 
     it('refuses an id already used by another tenant', async () => {
-      await store.appendEvents([{ id: 'evt_x', tenantId: 'globex', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
+      await store.appendEvents([{ id: 'evt_x', tenantId: 'globex', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null, orderingKey: null }]);
       const s = client.startSession();
       try {
         const error = await rejection(publish(s, { id: 'evt_x', tenantId: 'acme', type: 't', payload: {} }, { client, dbName }));

@@ -32,8 +32,8 @@ describe('publish into a PostgreSQL outbox (a real server)', function () {
     await pool.end();
   });
 
-  async function outbox(): Promise<Array<{ id: string; tenant_id: string; payload: string; created_at: string; endpoint_id: string | null }>> {
-    return (await pool.query(`SELECT id, tenant_id, payload, created_at, endpoint_id FROM herald.events ORDER BY seq`)).rows;
+  async function outbox(): Promise<Array<{ id: string; tenant_id: string; payload: string; created_at: string; endpoint_id: string | null; ordering_key: string | null }>> {
+    return (await pool.query(`SELECT id, tenant_id, payload, created_at, endpoint_id, ordering_key FROM herald.events ORDER BY seq`)).rows;
   }
 
   /** The business change and the event in one transaction on one connection, as the outbox pattern wants. */
@@ -56,7 +56,7 @@ describe('publish into a PostgreSQL outbox (a real server)', function () {
         return publish(client, { tenantId: 'acme', type: 'lead.created', payload: { leadId: 'lead_1' } }, { clock });
       }, 'commit');
       expect(event).to.include({ tenantId: 'acme', type: 'lead.created', payload: '{"leadId":"lead_1"}', createdAt: clock.now(), endpointId: null });
-      expect(await outbox()).to.deep.equal([{ id: event!.id, tenant_id: 'acme', payload: '{"leadId":"lead_1"}', created_at: String(clock.now()), endpoint_id: null }]);
+      expect(await outbox()).to.deep.equal([{ id: event!.id, tenant_id: 'acme', payload: '{"leadId":"lead_1"}', created_at: String(clock.now()), endpoint_id: null, ordering_key: null }]);
       expect((await pool.query('SELECT id FROM public.leads')).rows).to.deep.equal([{ id: 'lead_1' }]);
     });
 
@@ -74,10 +74,12 @@ describe('publish into a PostgreSQL outbox (a real server)', function () {
     it('writes every event in input order, addressed ones to their endpoint, payloads byte for byte', async () => {
       const events = await publish(pool, [
         { tenantId: 'acme', type: 'a.b', payload: JsonText.parse('{"big": 12345678901234567890, "float": 1.0}', 'payload') },
-        { tenantId: 'acme', type: 'a.c', payload: [1, 2], endpointId: 'ep_2' },
+        { tenantId: 'acme', type: 'a.c', payload: [1, 2], endpointId: 'ep_2', orderingKey: 'order-9' },
         { tenantId: 'globex', type: 'g.h', payload: null },
       ], { clock });
       const rows = await outbox();
+      expect(rows.map((r) => r.ordering_key)).to.deep.equal([null, 'order-9', null]);
+      expect(events.map((e) => e.orderingKey)).to.deep.equal([null, 'order-9', null]);
       expect(rows.map((r) => r.id)).to.deep.equal(events.map((e) => e.id));
       expect(rows.map((r) => r.payload)).to.deep.equal(['{"big": 12345678901234567890, "float": 1.0}', '[1,2]', 'null']);
       expect(rows.map((r) => r.endpoint_id)).to.deep.equal([null, 'ep_2', null]);

@@ -64,6 +64,7 @@ describe('publish (SQLite producer)', () => {
         payload: '{"invoice":"inv_1"}',
         createdAt: clock.now(),
         endpointId: null,
+        orderingKey: null,
       });
       expect(event!.id).to.match(/^evt_[0-9a-f]{32}$/);
       expect(await store.unfannedEvents(10)).to.deep.equal([event]);
@@ -88,9 +89,10 @@ describe('publish (SQLite producer)', () => {
     it('writes all of them, in order, addressed ones included', async () => {
       const events = publish(db, [
         { tenantId: 'acme', type: 'a', payload: 1 },
-        { tenantId: 'globex', type: 'b', payload: 2, endpointId: 'ep_globex' },
+        { tenantId: 'globex', type: 'b', payload: 2, endpointId: 'ep_globex', orderingKey: 'order-9' },
       ], { clock });
-      expect(events.map((e) => [e.tenantId, e.endpointId])).to.deep.equal([['acme', null], ['globex', 'ep_globex']]);
+      expect(events.map((e) => [e.tenantId, e.endpointId, e.orderingKey])).to.deep.equal([['acme', null, null], ['globex', 'ep_globex', 'order-9']]);
+      expect((await store.getEvent(events[1]!.id))?.orderingKey).to.equal('order-9');
       expect((await store.unfannedEvents(10)).map((e) => e.id).sort()).to.deep.equal(events.map((e) => e.id).sort());
     });
 

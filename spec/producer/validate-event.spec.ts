@@ -26,14 +26,16 @@ describe('validateEventInput', () => {
         payloadJson: '{"amount":42}',
       });
       expect(
-        validateEventInput({ ...valid, id: 'order-17:paid', endpointId: 'ep_1', payload: [1, 'two', null, true] }, LIMITS),
+        validateEventInput({ ...valid, id: 'order-17:paid', endpointId: 'ep_1', orderingKey: 'customer 42/ünï', payload: [1, 'two', null, true] }, LIMITS),
       ).to.deep.equal({
         tenantId: 'acme',
         type: 'invoice.paid',
         payloadJson: '[1,"two",null,true]',
         id: 'order-17:paid',
         endpointId: 'ep_1',
+        orderingKey: 'customer 42/ünï',
       });
+      expect(validateEventInput({ ...valid, orderingKey: 'k'.repeat(200) }, LIMITS).orderingKey).to.have.length(200);
     });
 
     it('accepts JSON primitives as the payload', () => {
@@ -66,6 +68,9 @@ describe('validateEventInput', () => {
       ['id not a string', { ...valid, id: 12 }, 'id', /must be a string/],
       ['endpointId not a string', { ...valid, endpointId: {} }, 'endpointId', /must be a string/],
       ['endpointId empty', { ...valid, endpointId: '' }, 'endpointId', /must not be empty/],
+      ['orderingKey not a string', { ...valid, orderingKey: 7 }, 'orderingKey', /must be a string/],
+      ['orderingKey empty', { ...valid, orderingKey: '' }, 'orderingKey', /must not be empty/],
+      ['orderingKey too long', { ...valid, orderingKey: 'k'.repeat(201) }, 'orderingKey', /at most 200 characters \(got 201\)/],
       ['payload missing', { tenantId: 'acme', type: 't' }, 'payload', /is required/],
     ];
     for (const [what, input, field, rule] of cases) {
@@ -117,7 +122,7 @@ describe('validateEventInput', () => {
       const error = failure({ ...valid, priority: 'high' });
       expect(error.code).to.equal(ErrorCode.INVALID_INPUT);
       expect(error.field).to.equal('priority');
-      expect(error.rule).to.equal('is not a known field (allowed: tenantId, type, payload, id, endpointId)');
+      expect(error.rule).to.equal('is not a known field (allowed: tenantId, type, payload, id, endpointId, orderingKey)');
       expect(failure({ ...valid, tenantID: 'acme' }).field).to.equal('tenantID');
     });
 

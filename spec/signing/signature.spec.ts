@@ -3,7 +3,8 @@ import { Webhook } from 'standardwebhooks';
 import { systemClock } from '../../lib/clock.ts';
 import { ErrorCode } from '../../lib/errors.ts';
 import { generateSecret, secretKey } from '../../lib/signing/secret.ts';
-import { computeSignature, signatureHeader, webhookHeaders } from '../../lib/signing/signature.ts';
+import { createHmac } from 'node:crypto';
+import { computeSequenceSignature, computeSignature, sequenceKey, sequenceSignatureHeader, signatureHeader, webhookHeaders } from '../../lib/signing/signature.ts';
 import { verify, WebhookVerificationError } from '../../lib/signing/verify.ts';
 
 /** standardwebhooks checks timestamps against the real time, so requests are signed "now". */
@@ -172,6 +173,81 @@ describe('signing', () => {
 
     it('refuses a malformed secret as the caller\'s mistake, not a bad request', () => {
       expect(() => verify({ payload: BODY, headers: signed([secret], BODY), secret: 'nope' })).to.throw().with.property('code', ErrorCode.INVALID_INPUT);
+    });
+  });
+
+  describe('webhook-sequence-signature', () => {
+    const secret = generateSecret();
+    const other = generateSecret();
+
+    function sequenced(secrets: readonly string[], sequence: number, timestampSec = nowSec(), id = 'evt_2mZ8rQ4pX1') {
+      return {
+        ...signed(secrets, BODY, timestampSec, id),
+        'webhook-sequence': String(sequence),
+        'webhook-sequence-signature': sequenceSignatureHeader(secrets.map(secretKey), id, timestampSec, sequence),
+      };
+    }
+
+    it('is v1, then the base64 HMAC-SHA256 of "id.timestamp.sequence" under HMAC-SHA256(key, "webhook-sequence"), one per key', () => {
+      const key = secretKey(secret);
+      const byHand = createHmac('sha256', createHmac('sha256', key).update('webhook-sequence').digest()).update('msg_1.1700000000.42').digest('base64');
+      expect(sequenceKey(key)).to.deep.equal(createHmac('sha256', key).update('webhook-sequence').digest());
+      expect(sequenceSignatureHeader([key], 'msg_1', 1_700_000_000, 42)).to.equal(`v1,${byHand}`);
+      expect(sequenceSignatureHeader([key, secretKey(other)], 'msg_1', 1_700_000_000, 42).split(' ')).to.deep.equal([
+        `v1,${byHand}`,
+        `v1,${computeSequenceSignature(secretKey(other), 'msg_1', 1_700_000_000, 42)}`,
+      ]);
+    });
+
+    it('can never pass for a body signature: the body "42" signed with the same id and time has another signature', () => {
+      const key = secretKey(secret);
+      expect(computeSequenceSignature(key, 'msg_1', 1_700_000_000, 42)).to.not.equal(computeSignature(key, 'msg_1', 1_700_000_000, '42'));
+    });
+
+    it('rejects a sequence that is not a whole number ≥ 1, naming sequence', () => {
+      for (const bad of [0, -1, 1.5, Number.NaN]) {
+        expect(() => sequenceSignatureHeader([secretKey(secret)], 'msg_1', 1, bad)).to.throw(/sequence: must be a whole number/);
+      }
+    });
+
+    it('leaves a Standard Webhooks verifier (standardwebhooks) accepting the request unchanged', () => {
+      expect(() => new Webhook(secret).verify(BODY, sequenced([secret], 7))).to.not.throw();
+    });
+
+    it('verify() returns the verified sequence, with either secret of a rotation', () => {
+      expect(verify({ payload: BODY, headers: sequenced([other, secret], 7), secret })).to.deep.include({ sequence: 7, id: 'evt_2mZ8rQ4pX1' });
+      expect(verify({ payload: BODY, headers: sequenced([other, secret], 7), secret: other }).sequence).to.equal(7);
+    });
+
+    it('verify() returns sequence null for a request without one, unless a sequence is required', () => {
+      expect(verify({ payload: BODY, headers: signed([secret], BODY), secret }).sequence).to.equal(null);
+      const error = verifyError(() => verify({ payload: BODY, headers: signed([secret], BODY), secret, sequence: 'required' }));
+      expect(error.header).to.equal('webhook-sequence');
+      expect(verify({ payload: BODY, headers: sequenced([secret], 3), secret, sequence: 'required' }).sequence).to.equal(3);
+    });
+
+    it('verify() rejects a tampered sequence (HERALD_INVALID_SIGNATURE, webhook-sequence-signature)', () => {
+      const headers = { ...sequenced([secret], 7), 'webhook-sequence': '8' };
+      const error = verifyError(() => verify({ payload: BODY, headers, secret }));
+      expect(error.header).to.equal('webhook-sequence-signature');
+      expect(error.message).to.equal('webhook-sequence-signature: no signature matches the secret');
+    });
+
+    it('verify() rejects a sequence signature moved to another request (other id or time)', () => {
+      const ts = nowSec();
+      const moved = { ...signed([secret], BODY, ts, 'evt_other'), 'webhook-sequence': '7', 'webhook-sequence-signature': sequenced([secret], 7, ts)['webhook-sequence-signature'] };
+      expect(verifyError(() => verify({ payload: BODY, headers: moved, secret })).header).to.equal('webhook-sequence-signature');
+    });
+
+    it('verify() rejects a missing sequence signature, a signature without its sequence, and a malformed number', () => {
+      const { 'webhook-sequence-signature': _signature, ...noSignature } = sequenced([secret], 7);
+      expect(verifyError(() => verify({ payload: BODY, headers: noSignature, secret })).header).to.equal('webhook-sequence-signature');
+      const { 'webhook-sequence': _sequence, ...noSequence } = sequenced([secret], 7);
+      expect(verifyError(() => verify({ payload: BODY, headers: noSequence, secret })).header).to.equal('webhook-sequence');
+      for (const bad of ['07', '-7', '7.0', '0', 'seven', '1'.repeat(16)]) {
+        const headers = { ...sequenced([secret], 7), 'webhook-sequence': bad };
+        expect(verifyError(() => verify({ payload: BODY, headers, secret })).header, bad).to.equal('webhook-sequence');
+      }
     });
   });
 });

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { ErrorCode } from '../../lib/errors.ts';
 import { generateSecret, secretKey } from '../../lib/signing/secret.ts';
-import { signatureHeader } from '../../lib/signing/signature.ts';
+import { sequenceSignatureHeader, signatureHeader } from '../../lib/signing/signature.ts';
 import { SigningPool } from '../../lib/signing/signing-pool.ts';
 import type { SignRequest } from '../../lib/signing/signing-pool.ts';
 
@@ -42,6 +42,34 @@ describe('SigningPool', () => {
       expect(headers).to.deep.equal(batch.map(inline));
       // 200 KiB is above the 16 KiB inline limit: four tasks (64 + 64 + 64 + 8).
       expect(pool.stats).to.deep.equal({ inline: 0, pooled: 200, tasks: 4 });
+    });
+  });
+
+  context('when requests carry sequence numbers, mixed with some that do not', () => {
+    const expected = (r: SignRequest) => ({
+      signature: inline(r),
+      sequenceSignature: r.sequence === undefined || r.sequence === null ? null : sequenceSignatureHeader(r.keys, r.id, r.timestampSec, r.sequence),
+    });
+    const numbered = (count: number, bytes: number): SignRequest[] =>
+      requests(count, bytes, keys).map((r, i) => (i % 3 === 0 ? { ...r, sequence: null } : { ...r, sequence: i + 1 }));
+
+    it('signs each sequence with the body, in the worker threads, each request getting its own pair', async () => {
+      const batch = numbered(100, KiB);
+      expect(await Promise.all(batch.map((r) => pool.signRequest(r)))).to.deep.equal(batch.map(expected));
+      expect(pool.stats.pooled).to.equal(100);
+    });
+
+    it('signs them inline alike', async () => {
+      const batch = numbered(6, KiB);
+      expect(await Promise.all(batch.map((r) => pool.signRequest(r)))).to.deep.equal(batch.map(expected));
+      expect(pool.stats).to.deep.equal({ inline: 6, pooled: 0, tasks: 0 });
+    });
+
+    it('rejects a request with a bad sequence alone, naming sequence', async () => {
+      const [good, bad] = numbered(3, KiB).slice(1);
+      const results = await Promise.allSettled([pool.signRequest(good!), pool.signRequest({ ...bad!, sequence: 0 })]);
+      expect(results[0]).to.deep.equal({ status: 'fulfilled', value: expected(good!) });
+      expect(results[1]?.status === 'rejected' && (results[1].reason as { field?: string }).field).to.equal('sequence');
     });
   });
 

@@ -134,6 +134,43 @@ describe('Portal (in Chromium, with a tenant token)', function () {
     }
   });
 
+  it('lists an endpoint\'s events after sequence N in order, with their status, and pages on', async () => {
+    f = await startStatus({ breaker: { volumeThreshold: 1_000 } });
+    const { t } = f;
+    let answer = 404;
+    sink = await startServer(() => ({ status: answer }));
+    const { endpoint } = await t.herald.createEndpoint({ tenantId: 'acme', url: `${sink.url}/acme` });
+    await t.herald.publish({ tenantId: 'acme', type: 'invoice.paid', payload: { n: 1 } });
+    await attemptsSeen(t, 1);
+    answer = 200;
+    await t.herald.publish(Array.from({ length: 25 }, (_, i) => ({ tenantId: 'acme', type: 'invoice.paid', payload: { n: i + 2 } })));
+    await attemptsSeen(t, 26);
+    await t.herald.idle();
+    const { token } = await t.herald.tenantTokens.issue('acme', { name: 'acme developers' });
+
+    const page = await browser!.newPage();
+    try {
+      await page.goto(`${f.base}/portal#token=${token}`);
+      await page.locator(`tr[data-endpoint="${endpoint.id}"] button`, { hasText: 'Events by sequence' }).click();
+      await page.locator('#seq tr[data-sequence="1"]').waitFor();
+      const sequences = async () => page.locator('#seq tr[data-sequence]').evaluateAll((rows) => rows.map((r) => Number(r.getAttribute('data-sequence'))));
+      expect(await sequences()).to.deep.equal(Array.from({ length: 25 }, (_, i) => i + 1));
+      expect(await page.locator('#seq tr[data-sequence="1"]').innerText()).to.include('dead');
+      expect(await page.locator('#seq tr[data-sequence="2"]').innerText()).to.include('delivered');
+      await page.click('#seq-more');
+      await page.locator('#seq tr[data-sequence="26"]').waitFor();
+      expect(await page.locator('#seq-more').isHidden()).to.equal(true);
+
+      await page.fill('#seq-form input[name="after"]', '24');
+      await page.click('#seq-form button');
+      await page.locator('#seq tr[data-sequence="1"]').waitFor({ state: 'detached' });
+      expect(await sequences()).to.deep.equal([25, 26]);
+      await screenshot(page, '4-events-after-sequence');
+    } finally {
+      await page.close();
+    }
+  });
+
   it("draws the tenant's delivery charts from its own endpoints only: all of them or one picked, 1 h or 24 h", async () => {
     f = await startStatus({ breaker: { volumeThreshold: 1_000 } });
     const { t } = f;

@@ -3,6 +3,7 @@ import { request } from 'undici';
 import type { ConfigOverrides } from '../../lib/config/config.ts';
 import { verify } from '../../lib/signing/verify.ts';
 import { StatusServer } from '../../lib/status/status-server.ts';
+import { planDeliveries } from '../../lib/engine/fanout.ts';
 import { attemptsSeen, startHerald, startServer, type TestHerald, type TestServer } from '../support/harness.ts';
 
 const TOKEN = 'test-admin-token-0123456789';
@@ -364,10 +365,46 @@ describe('StatusServer (admin API over HTTP)', () => {
         await createEndpoint({ url: 'https://example.com' });
         const reply = await api('POST', '/v1/events', [
           { tenantId: 'acme', type: 'a.b', payload: 1, id: 'evt-1' },
-          { tenantId: 'acme', type: 'a.b', payload: 2, id: 'evt-2' },
+          { tenantId: 'acme', type: 'a.b', payload: 2, id: 'evt-2', orderingKey: 'order-9' },
         ]);
         expect(reply.status, reply.text).to.equal(202);
         expect(reply.json.data.map((e: { id: string }) => e.id)).to.deep.equal(['evt-1', 'evt-2']);
+        expect(reply.json.data.map((e: { orderingKey: string | null }) => e.orderingKey)).to.deep.equal([null, 'order-9']);
+      });
+
+      it('answers 400 naming orderingKey when it is longer than 200 characters', async () => {
+        await boot();
+        await createEndpoint({ url: 'https://example.com' });
+        const reply = await api('POST', '/v1/events', { tenantId: 'acme', type: 'a.b', payload: 1, orderingKey: 'k'.repeat(201) });
+        expectError(reply, 400, 'HERALD_INVALID_INPUT', 'orderingKey');
+      });
+    });
+
+    context('when an endpoint\'s events are listed after a sequence number', () => {
+      it('pages through them in sequence order with nextAfter, and names after or limit when they break the rule', async () => {
+        const th = await boot({}, { start: false });
+        const { id } = await createEndpoint({ url: 'https://example.com/hooks' });
+        for (let n = 1; n <= 5; n++) await api('POST', '/v1/events', { tenantId: 'acme', type: 'a.b', payload: { n } });
+        // Fanned out as the engine would (not started here: nothing is sent).
+        const store = th.herald.store;
+        const events = await store.unfannedEvents(10);
+        const endpoints = await store.listEndpoints();
+        await store.recordFanOuts(events.map((e) => ({ eventId: e.id, deliveries: planDeliveries(e, endpoints, 8, th.clock.now()) })), th.clock.now());
+        const first = await api('GET', `/v1/endpoints/${id}/events?after=1&limit=2`);
+        expect(first.status, first.text).to.equal(200);
+        const [row] = first.json.data as Array<Record<string, unknown>>;
+        expect(Object.keys(row ?? {}).sort()).to.deep.equal(['createdAt', 'deliveredAt', 'deliveryId', 'eventId', 'eventType', 'sequence', 'status']);
+        expect(first.json.data.map((d: { sequence: number }) => d.sequence)).to.deep.equal([2, 3]);
+        expect(first.json.nextAfter).to.equal(3);
+        const second = await api('GET', `/v1/endpoints/${id}/events?after=${first.json.nextAfter}&limit=2`);
+        expect(second.json).to.deep.include({ nextAfter: null });
+        expect(second.json.data.map((d: { sequence: number; status: string }) => [d.sequence, d.status])).to.deep.equal([[4, 'pending'], [5, 'pending']]);
+        expect((await api('GET', `/v1/endpoints/${id}/events`)).json.data).to.have.length(5);
+        expectError(await api('GET', `/v1/endpoints/${id}/events?after=-1`), 400, 'HERALD_INVALID_INPUT', 'after');
+        expectError(await api('GET', `/v1/endpoints/${id}/events?after=x`), 400, 'HERALD_INVALID_INPUT', 'after');
+        expectError(await api('GET', `/v1/endpoints/${id}/events?limit=0`), 400, 'HERALD_INVALID_INPUT', 'limit');
+        expectError(await api('GET', `/v1/endpoints/${id}/events?limit=1001`), 400, 'HERALD_INVALID_INPUT', 'limit');
+        expectError(await api('GET', '/v1/endpoints/ep_missing/events'), 404, 'HERALD_NOT_FOUND', 'endpointId');
       });
     });
 
@@ -714,7 +751,7 @@ describe('StatusServer (admin API over HTTP)', () => {
         await createEndpoint({ url: 'https://example.com' });
         const one = await api('POST', '/v1/events', { tenantId: 'acme', type: 'a.b', payload: {}, priority: 'high' });
         const error = expectError(one, 400, 'HERALD_INVALID_INPUT', 'priority');
-        expect(error.rule).to.equal('is not a known field (allowed: tenantId, type, payload, id, endpointId)');
+        expect(error.rule).to.equal('is not a known field (allowed: tenantId, type, payload, id, endpointId, orderingKey)');
         const list = [0, 1, 2, 3].map((i) => ({ tenantId: 'acme', type: 'a.b', payload: i, ...(i === 3 ? { priority: 'high' } : {}) }));
         expectError(await api('POST', '/v1/events', list), 400, 'HERALD_INVALID_INPUT', '[3].priority');
         expect((await api('GET', '/v1/deliveries')).json.data).to.deep.equal([]);

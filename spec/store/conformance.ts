@@ -69,6 +69,7 @@ function makeEvent(id: string, tenantId: string, now: number, overrides: Partial
     payload: JSON.stringify({ invoice: id, amount: 42, note: 'héllo' }),
     createdAt: now,
     endpointId: null,
+    orderingKey: null,
     ...overrides,
   };
 }
@@ -178,6 +179,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         slot: slotOf(endpointId, SLOTS),
         nextAttemptAt: dueAt,
         createdAt: clock.now(),
+        orderingKey: event.orderingKey,
       }));
     }
 
@@ -481,6 +483,8 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
             createdAt: clock.now(),
             updatedAt: clock.now(),
             deliveredAt: null,
+            sequence: 1,
+            orderingKey: null,
           });
           expect(await store.listDeliveries({ eventId: event.id })).to.have.length(2);
         });
@@ -565,6 +569,122 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           });
           expect(claimed).to.deep.equal([]);
           expect(await store.getDelivery(deliveryIds[0]!)).to.deep.equal(before);
+        });
+      });
+
+      context('when deliveries are numbered per endpoint', () => {
+        const sequences = async (endpointId: string) =>
+          (await store.listDeliveries({ endpointId, limit: 1000 })).map((d) => [d.eventId, d.sequence]).sort((a, b) => Number(a[1]) - Number(b[1]));
+
+        it('numbers each endpoint 1, 2, 3, … in the order given, within a batch and across batches', async () => {
+          await addEndpoint('ep_1');
+          await addEndpoint('ep_2');
+          const events = ['evt_a', 'evt_b', 'evt_c', 'evt_d'].map((id) => makeEvent(id, 'acme', clock.now()));
+          await store.appendEvents(events);
+          await store.recordFanOuts([
+            { eventId: 'evt_a', deliveries: plan(events[0]!, ['ep_1', 'ep_2'], clock.now()) },
+            { eventId: 'evt_b', deliveries: plan(events[1]!, ['ep_2'], clock.now()) },
+            { eventId: 'evt_c', deliveries: plan(events[2]!, ['ep_1', 'ep_2'], clock.now()) },
+          ], clock.now());
+          await store.recordFanOuts([{ eventId: 'evt_d', deliveries: plan(events[3]!, ['ep_2', 'ep_1'], clock.now()) }], clock.now());
+          expect(await sequences('ep_1')).to.deep.equal([['evt_a', 1], ['evt_c', 2], ['evt_d', 3]]);
+          expect(await sequences('ep_2')).to.deep.equal([['evt_a', 1], ['evt_b', 2], ['evt_c', 3], ['evt_d', 4]]);
+        });
+
+        it('gives a re-planned event\'s existing deliveries no new number, so none is burnt', async () => {
+          await addEndpoint('ep_1');
+          const { event } = await seed(['ep_1']);
+          const next = makeEvent('evt_next', 'acme', clock.now());
+          await store.appendEvents([next]);
+          // The first event again (a rerun after a crash), beside a new one, in one call.
+          await store.recordFanOuts([
+            { eventId: event.id, deliveries: plan(event, ['ep_1'], clock.now()) },
+            { eventId: next.id, deliveries: plan(next, ['ep_1'], clock.now()) },
+          ], clock.now());
+          await store.recordFanOuts([{ eventId: event.id, deliveries: plan(event, ['ep_1'], clock.now()) }], clock.now());
+          await seed(['ep_1'], { eventId: 'evt_last' });
+          expect(await sequences('ep_1')).to.deep.equal([[event.id, 1], ['evt_next', 2], ['evt_last', 3]]);
+        });
+
+        it('takes no number in a fan-out that writes nothing (an event not stored)', async () => {
+          await addEndpoint('ep_1');
+          const stored = makeEvent('evt_here', 'acme', clock.now());
+          await store.appendEvents([stored]);
+          await rejection(store.recordFanOuts([
+            { eventId: 'evt_here', deliveries: plan(stored, ['ep_1'], clock.now()) },
+            { eventId: 'evt_gone', deliveries: [] },
+          ], clock.now()));
+          await store.recordFanOuts([{ eventId: 'evt_here', deliveries: plan(stored, ['ep_1'], clock.now()) }], clock.now());
+          expect(await sequences('ep_1')).to.deep.equal([['evt_here', 1]]);
+        });
+
+        it('numbers the deliveries it claims as it creates them too', async () => {
+          const id = endpointIdInSlot(1);
+          await addEndpoint(id);
+          await seed([id]);
+          await lease('node-a', [1]);
+          const event = makeEvent('evt_claimed', 'acme', clock.now());
+          await store.appendEvents([event]);
+          const deliveries = plan(event, [id], clock.now());
+          const claimed = await store.recordFanOuts([{ eventId: event.id, deliveries }], clock.now(), {
+            owner: 'node-a',
+            deliveryIds: new Set(deliveries.map((d) => d.id)),
+          });
+          expect(claimed.map((d) => d.sequence)).to.deep.equal([2]);
+        });
+      });
+
+      context('when an endpoint\'s deliveries are listed after a sequence number', () => {
+        it('lists those numbered after it, in sequence order, up to the limit, of that endpoint only', async () => {
+          await addEndpoint('ep_1');
+          await addEndpoint('ep_2');
+          for (let i = 1; i <= 5; i++) await seed(['ep_1', 'ep_2'], { eventId: `evt_n${i}` });
+          const page = await store.listDeliveriesAfterSequence('ep_1', 1, 3);
+          expect(page.map((d) => [d.sequence, d.eventId, d.endpointId])).to.deep.equal([
+            [2, 'evt_n2', 'ep_1'], [3, 'evt_n3', 'ep_1'], [4, 'evt_n4', 'ep_1'],
+          ]);
+          expect((await store.listDeliveriesAfterSequence('ep_1', 4, 10)).map((d) => d.sequence)).to.deep.equal([5]);
+          expect(await store.listDeliveriesAfterSequence('ep_1', 5, 10)).to.deep.equal([]);
+          expect((await store.listDeliveriesAfterSequence('ep_1', 0, 1000)).map((d) => d.sequence)).to.deep.equal([1, 2, 3, 4, 5]);
+          expect(await store.listDeliveriesAfterSequence('ep_missing', 0, 10)).to.deep.equal([]);
+          expect((await store.listDeliveriesAfterSequence('ep_1', 0, 1))[0]).to.deep.equal(await store.getDelivery(deliveryIdFor('evt_n1', 'ep_1', clock.now())));
+        });
+
+        it('keeps a delivery\'s number through its death, its replay and a resume', async () => {
+          await addEndpoint('ep_1');
+          await seed(['ep_1']);
+          const { delivery } = await claimedDelivery('ep_1');
+          expect(delivery.sequence).to.equal(2);
+          await store.settle([{ kind: 'dead', deliveryId: delivery.id, epoch: delivery.leaseEpoch, attempt: attempt(clock.now(), { kind: 'timeout', timeoutMs: 10 }, 'timeout'), deadLetterId: 'dl_seq', reason: 'exhausted' }], clock.now());
+          expect(await store.replayDeadLetters({ ids: ['dl_seq'] }, clock.now())).to.deep.equal(['dl_seq']);
+          expect(await store.getDelivery(delivery.id)).to.include({ status: 'pending', sequence: 2 });
+          // Re-enabling an endpoint makes its waiting deliveries due, numbers unchanged.
+          await store.resumeDeliveries('ep_1', clock.now());
+          expect((await store.listDeliveriesAfterSequence('ep_1', 1, 10)).map((d) => [d.id, d.sequence, d.status])).to.deep.equal([[delivery.id, 2, 'pending']]);
+        });
+      });
+
+      context('when an event has an ordering key', () => {
+        it('keeps it on the event and copies it onto every delivery; an event without one has null', async () => {
+          await addEndpoint('ep_1');
+          await addEndpoint('ep_2');
+          const keyed = makeEvent('evt_keyed', 'acme', clock.now(), { orderingKey: 'customer/42 – ünïcode' });
+          const plain = makeEvent('evt_plain', 'acme', clock.now());
+          await store.appendEvents([keyed, plain]);
+          expect(await store.getEvent('evt_keyed')).to.deep.equal(keyed);
+          expect((await store.unfannedEvents(10)).map((e) => e.orderingKey)).to.deep.equal(['customer/42 – ünïcode', null]);
+          await store.recordFanOuts([
+            { eventId: keyed.id, deliveries: plan(keyed, ['ep_1', 'ep_2'], clock.now()) },
+            { eventId: plain.id, deliveries: plan(plain, ['ep_1'], clock.now()) },
+          ], clock.now());
+          const keyedDeliveries = await store.listDeliveries({ eventId: keyed.id });
+          expect(keyedDeliveries.map((d) => d.orderingKey)).to.deep.equal(['customer/42 – ünïcode', 'customer/42 – ünïcode']);
+          expect((await store.listDeliveries({ eventId: plain.id })).map((d) => d.orderingKey)).to.deep.equal([null]);
+          await lease();
+          const jobs = await claim({ endpointId: 'ep_1' });
+          const job = jobs.find((j) => j.event.id === keyed.id);
+          expect(job?.event.orderingKey).to.equal('customer/42 – ünïcode');
+          expect(job?.delivery.orderingKey).to.equal('customer/42 – ünïcode');
         });
       });
 

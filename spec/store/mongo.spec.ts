@@ -354,10 +354,10 @@ describe('MongoStore (replica set)', () => {
           const a = await openMongoStore();
           const b = await openMongoStore();
           await a.createEndpoint(endpoint('ep_1', clock.now()));
-          await a.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
+          await a.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null, orderingKey: null }]);
           const deliveryId = deliveryIdFor('evt_1', 'ep_1', clock.now());
           const slot = slotOf('ep_1', 8);
-          await a.recordFanOuts([{ eventId: 'evt_1', deliveries: [{ id: deliveryId, eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', slot, nextAttemptAt: clock.now(), createdAt: clock.now() }] }], clock.now());
+          await a.recordFanOuts([{ eventId: 'evt_1', deliveries: [{ id: deliveryId, eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', slot, nextAttemptAt: clock.now(), createdAt: clock.now(), orderingKey: null }] }], clock.now());
           await a.acquireLeases({ owner: 'a', slots: [slot], now: clock.now(), leaseMs: 1_000 });
           const [mine] = await a.claimDue({ owner: 'a', now: clock.now(), limit: 10, perEndpointLimit: 10, skipEndpointIds: [] });
           clock.advance(1_000);
@@ -376,12 +376,12 @@ describe('MongoStore (replica set)', () => {
     /** Appends `n` events for ep_1 and fans each out to one pending delivery due now; returns the delivery ids. */
     async function backlog(store: MongoStore, n: number, endpointId = 'ep_1'): Promise<string[]> {
       const now = clock.now();
-      const events = Array.from({ length: n }, (_, i) => ({ id: `evt_${endpointId}_${i}`, tenantId: 'acme', type: 't', payload: '{}', createdAt: now, endpointId: null }));
+      const events = Array.from({ length: n }, (_, i) => ({ id: `evt_${endpointId}_${i}`, tenantId: 'acme', type: 't', payload: '{}', createdAt: now, endpointId: null, orderingKey: null }));
       await store.appendEvents(events);
       const slot = slotOf(endpointId, 8);
       const fanOuts = events.map((e) => ({
         eventId: e.id,
-        deliveries: [{ id: deliveryIdFor(e.id, endpointId, now), eventId: e.id, endpointId, tenantId: 'acme', eventType: 't', slot, nextAttemptAt: now, createdAt: now }],
+        deliveries: [{ id: deliveryIdFor(e.id, endpointId, now), eventId: e.id, endpointId, tenantId: 'acme', eventType: 't', slot, nextAttemptAt: now, createdAt: now, orderingKey: null }],
       }));
       for (let i = 0; i < fanOuts.length; i += 500) await store.recordFanOuts(fanOuts.slice(i, i + 500), now);
       return fanOuts.map((f) => f.deliveries[0]!.id);
@@ -500,7 +500,7 @@ describe('MongoStore (replica set)', () => {
       it('keeps the resume token under the host name by default, and does not signal the store\'s own inserts', async () => {
         const { store, calls } = await watchedStore();
         const called = calls.called();
-        await store.appendEvents([{ id: 'evt_own', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
+        await store.appendEvents([{ id: 'evt_own', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null, orderingKey: null }]);
         await publishFromProducer('evt_theirs');
         await called;
         // Changes arrive in commit order: had the store's own insert passed, it would have been the first call.

@@ -10,6 +10,7 @@ import pg from 'pg';
 import { ManualClock } from '../../lib/clock.ts';
 import { slotOf } from '../../lib/ids.ts';
 import { ClaimQueries } from '../../lib/store/postgres/claims.ts';
+import { DeliveryLogQueries } from '../../lib/store/postgres/delivery-log.ts';
 import { FanOutQueries } from '../../lib/store/postgres/fan-out.ts';
 import { PostgresStore } from '../../lib/store/postgres/postgres-store.ts';
 import { SettleQueries } from '../../lib/store/postgres/settle.ts';
@@ -63,10 +64,10 @@ describe('PostgresStore hot statements on a long history (EXPLAIN)', function ()
       SELECT 'evt_' || lpad(g::text, 12, '0'), 'acme', 'a.b', '{"n":1}', g, NULL, CASE WHEN g <= $1 THEN g END
       FROM generate_series(1, $2::int) AS g`, [HISTORY + BACKLOG, HISTORY + BACKLOG + UNFANNED]);
     await pool.query(`INSERT INTO ${s}.deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot, status, attempts, round,
-        next_attempt_at, lease_epoch, last_error, created_at, updated_at, delivered_at)
+        next_attempt_at, lease_epoch, last_error, created_at, updated_at, delivered_at, sequence)
       SELECT 'dlv_' || lpad(g::text, 12, '0'), 'evt_' || lpad(g::text, 12, '0'), ep.id, 'acme', 'a.b', ep.slot,
         CASE WHEN g <= $1 THEN 'delivered' ELSE 'pending' END, CASE WHEN g <= $1 THEN 1 ELSE 0 END, 0,
-        CASE WHEN g <= $1 THEN g ELSE $3::bigint - 1000 END, 1, NULL, g, g, CASE WHEN g <= $1 THEN g END
+        CASE WHEN g <= $1 THEN g ELSE $3::bigint - 1000 END, 1, NULL, g, g, CASE WHEN g <= $1 THEN g END, g
       FROM generate_series(1, $2::int) AS g
       JOIN unnest($4::text[], $5::int[]) WITH ORDINALITY AS ep(id, slot, n) ON ep.n = g % ${ENDPOINTS} + 1`,
       [HISTORY, HISTORY + BACKLOG, NOW, endpointIds, endpointIds.map((id) => slotOf(id, SLOTS))]);
@@ -90,6 +91,7 @@ describe('PostgresStore hot statements on a long history (EXPLAIN)', function ()
   const claims = new ClaimQueries(SCHEMA).statements;
   const fanOut = new FanOutQueries(SCHEMA).statements;
   const settle = new SettleQueries(SCHEMA).statements;
+  const log = new DeliveryLogQueries(SCHEMA).statements;
   const due = endpointIds.slice(0, 10);
   const unfannedIds = Array.from({ length: 100 }, (_, i) => `evt_${String(HISTORY + BACKLOG + 1 + i).padStart(12, '0')}`);
   const deliveriesOf = unfannedIds.map((id, i) => ({ id: `dlv_new_${i}`, eventId: id, endpointId: endpointIds[i % ENDPOINTS]! }));
@@ -101,8 +103,9 @@ describe('PostgresStore hot statements on a long history (EXPLAIN)', function ()
     ['fan-out of 100 events, claiming', fanOut.recordFanOuts, () => [
       unfannedIds, NOW, 'node-a', deliveriesOf.map((d) => d.id), deliveriesOf.map((d) => d.eventId), deliveriesOf.map((d) => d.endpointId),
       deliveriesOf.map(() => 'acme'), deliveriesOf.map(() => 'a.b'), deliveriesOf.map((d) => slotOf(d.endpointId, SLOTS)),
-      deliveriesOf.map(() => NOW), deliveriesOf.map(() => NOW), deliveriesOf.map(() => true),
+      deliveriesOf.map(() => NOW), deliveriesOf.map(() => NOW), deliveriesOf.map(() => true), deliveriesOf.map(() => null),
     ]],
+    ['an endpoint\'s deliveries after sequence N', log.afterSequence, () => [endpointIds[3], 10, 100], ['deliveries_endpoint_sequence']],
     ['count of the due backlog', claims.countDue, () => [NOW, 1_001]],
     ['claim by scan', claims.claimByScan, () => ['node-a', NOW, [], null, 10, 100]],
     ['claim by endpoint', claims.claimByEndpoint, () => ['node-a', NOW, [], null, 10, 100]],

@@ -4,7 +4,7 @@ import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
 import { migratePostgresSchema, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from '../../lib/store/postgres/schema.ts';
 import { createTestDatabase } from '../support/postgres-server.ts';
 
-const TABLES = ['attempts', 'dead_letters', 'deliveries', 'delivery_minutes', 'endpoints', 'events', 'leases', 'meta', 'nodes', 'tenant_tokens'];
+const TABLES = ['attempts', 'dead_letters', 'deliveries', 'delivery_minutes', 'endpoint_sequences', 'endpoints', 'events', 'leases', 'meta', 'nodes', 'tenant_tokens'];
 
 describe('PostgreSQL schema (a real server)', function () {
   // The first test of a run starts the server (initdb and start: a few seconds; bounded at 60 s).
@@ -150,6 +150,28 @@ describe('PostgreSQL schema (a real server)', function () {
       expect(result).to.deep.include({ to: 8 });
       expect(result.applied).to.include(8);
       expect((await pool.query(`SELECT id, adaptive_concurrency FROM herald.endpoints`)).rows).to.deep.equal([{ id: 'ep_1', adaptive_concurrency: null }]);
+    });
+  });
+
+  context('when a database from before version 11 holds deliveries (version 11: sequence numbers)', () => {
+    it('leaves them unnumbered (NULL), adds the counters\' table, and refuses a number given twice to one endpoint', async () => {
+      const pool = await freshPool();
+      await migratePostgresSchema(pool, 'herald', POSTGRES_MIGRATIONS.filter((m) => m.version < 11));
+      const insert = (id: string) => `INSERT INTO herald.deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot, status, attempts,
+        round, next_attempt_at, lease_epoch, created_at, updated_at) VALUES ('${id}', 'evt_${id}', 'ep_1', 'acme', 't', 0, 'pending', 0, 0, 1, 0, 1, 1)`;
+      await pool.query(insert('dlv_old'));
+      await pool.query(insert('dlv_older'));
+
+      const result = await migratePostgresSchema(pool, 'herald', POSTGRES_MIGRATIONS.filter((m) => m.version <= 11));
+      expect(result.applied).to.include(11);
+      expect((await pool.query(`SELECT id, sequence, ordering_key FROM herald.deliveries ORDER BY id`)).rows).to.deep.equal([
+        { id: 'dlv_old', sequence: null, ordering_key: null },
+        { id: 'dlv_older', sequence: null, ordering_key: null },
+      ]);
+      expect((await pool.query(`SELECT * FROM herald.endpoint_sequences`)).rows).to.deep.equal([]);
+      await pool.query(`UPDATE herald.deliveries SET sequence = 1 WHERE id = 'dlv_old'`);
+      const duplicate = await pool.query(`UPDATE herald.deliveries SET sequence = 1 WHERE id = 'dlv_older'`).then(() => undefined, (error: { code?: string }) => error);
+      expect(duplicate?.code, 'unique_violation').to.equal('23505');
     });
   });
 

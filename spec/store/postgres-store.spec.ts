@@ -92,14 +92,14 @@ describe('PostgresStore (what only PostgreSQL does)', () => {
       if ((await store.getEndpoint(id)) === undefined) await store.createEndpoint(makeEndpoint(id, 'acme', clock.now()));
     }
     const events: OutboxEvent[] = Array.from({ length: perEndpoint }, () => ({
-      id: newEventId(clock.now()), tenantId: 'acme', type: 'invoice.paid', payload: '{"n":1}', createdAt: clock.now(), endpointId: null,
+      id: newEventId(clock.now()), tenantId: 'acme', type: 'invoice.paid', payload: '{"n":1}', createdAt: clock.now(), endpointId: null, orderingKey: null,
     }));
     await store.appendEvents(events);
     const fanOuts = events.map((event, i) => ({
       eventId: event.id,
       deliveries: endpointIds.map((endpointId) => ({
         id: deliveryIdFor(event.id, endpointId, event.createdAt), eventId: event.id, endpointId, tenantId: 'acme',
-        eventType: event.type, slot: slotOf(endpointId, SLOTS), nextAttemptAt: clock.now() + i, createdAt: clock.now(),
+        eventType: event.type, slot: slotOf(endpointId, SLOTS), nextAttemptAt: clock.now() + i, createdAt: clock.now(), orderingKey: null,
       })),
     }));
     await store.recordFanOuts(fanOuts, clock.now(), claim);
@@ -107,6 +107,32 @@ describe('PostgresStore (what only PostgreSQL does)', () => {
   }
 
   const allSlots = Array.from({ length: SLOTS }, (_, i) => i);
+
+  context('when several nodes fan out to the same endpoints at once', () => {
+    it('numbers every endpoint 1..n without a gap or a repeat, and no batch fails (the counters are locked in id order)', async () => {
+      const schema = `herald_spec_${++schemas}`;
+      const [a, b] = [await opened(schema), await opened(schema)];
+      const endpointIds = ['ep_a', 'ep_b', 'ep_c', 'ep_d', 'ep_e'];
+      for (const id of endpointIds) await a.createEndpoint(makeEndpoint(id, 'acme', clock.now()));
+      const events: OutboxEvent[] = Array.from({ length: 48 }, (_, i) => ({
+        id: `evt_${String(i).padStart(3, '0')}`, tenantId: 'acme', type: 'invoice.paid', payload: '{}', createdAt: clock.now(), endpointId: null, orderingKey: null,
+      }));
+      await a.appendEvents(events);
+      // 12 batches of 4 events, half of them naming the endpoints in reverse order, half through each node.
+      const batches = Array.from({ length: 12 }, (_, n) => events.slice(n * 4, n * 4 + 4).map((event) => ({
+        eventId: event.id,
+        deliveries: (n % 2 === 0 ? endpointIds : [...endpointIds].reverse()).map((endpointId) => ({
+          id: deliveryIdFor(event.id, endpointId, event.createdAt), eventId: event.id, endpointId, tenantId: 'acme',
+          eventType: event.type, slot: slotOf(endpointId, SLOTS), nextAttemptAt: clock.now(), createdAt: clock.now(), orderingKey: null,
+        })),
+      })));
+      await Promise.all(batches.map((batch, n) => (n % 2 === 0 ? a : b).recordFanOuts(batch, clock.now())));
+      for (const endpointId of endpointIds) {
+        const numbers = (await a.listDeliveriesAfterSequence(endpointId, 0, 1000)).map((d) => d.sequence);
+        expect(numbers, endpointId).to.deep.equal(Array.from({ length: 48 }, (_, i) => i + 1));
+      }
+    });
+  });
 
   context('when the store setting names PostgreSQL', () => {
     it('opens a PostgresStore in the schema the URI names, and refuses a bad URI naming the rule, password hidden', async () => {
@@ -241,9 +267,9 @@ describe('PostgresStore (what only PostgreSQL does)', () => {
 
       // Its own append first, then another's: notifications arrive in commit order, so when the
       // second one's wake-up comes, the first would have come before it.
-      await watcher.appendEvents([{ id: newEventId(clock.now()), tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
+      await watcher.appendEvents([{ id: newEventId(clock.now()), tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null, orderingKey: null }]);
       let woken = signal.next();
-      await other.appendEvents([{ id: newEventId(clock.now()), tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
+      await other.appendEvents([{ id: newEventId(clock.now()), tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null, orderingKey: null }]);
       await woken;
       expect(signal.count() - base, 'its own append did not wake it').to.equal(1);
 
@@ -263,7 +289,7 @@ describe('PostgresStore (what only PostgreSQL does)', () => {
       const watcher = await opened();
       const other = await opened(watcher.schema);
       await watcher.createEndpoint(makeEndpoint('ep_a', 'acme', clock.now()));
-      const event: OutboxEvent = { id: newEventId(clock.now()), tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null };
+      const event: OutboxEvent = { id: newEventId(clock.now()), tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null, orderingKey: null };
       await watcher.appendEvents([event]);
       const signal = calls();
       watcher.watch(signal.listener);
@@ -274,7 +300,7 @@ describe('PostgresStore (what only PostgreSQL does)', () => {
       const deliveryId = deliveryIdFor(event.id, 'ep_a', event.createdAt);
       await other.recordFanOuts([{ eventId: event.id, deliveries: [{
         id: deliveryId, eventId: event.id, endpointId: 'ep_a', tenantId: 'acme', eventType: 't',
-        slot: slotOf('ep_a', SLOTS), nextAttemptAt: clock.now(), createdAt: clock.now(),
+        slot: slotOf('ep_a', SLOTS), nextAttemptAt: clock.now(), createdAt: clock.now(), orderingKey: null,
       }] }], clock.now());
       await woken;
       expect(signal.count() - base).to.equal(1);

@@ -140,6 +140,22 @@ describe('SQLite schema versions', () => {
     expect(db.prepare(`SELECT id, adaptive_concurrency FROM endpoints`).all()).to.deep.equal([{ id: 'ep_1', adaptive_concurrency: null }]);
   });
 
+  it('version 10 leaves deliveries written before it unnumbered (NULL) and seeks an endpoint\'s deliveries by sequence', () => {
+    ensureSchema(db);
+    db.prepare(`UPDATE meta SET value = '9' WHERE key = 'schema_version'`).run();
+    db.exec(`DROP INDEX deliveries_endpoint_sequence; DROP TABLE endpoint_sequences;
+      ALTER TABLE deliveries DROP COLUMN sequence; ALTER TABLE deliveries DROP COLUMN ordering_key; ALTER TABLE events DROP COLUMN ordering_key`);
+    db.exec(`INSERT INTO deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot, status, attempts, round, next_attempt_at,
+      lease_epoch, created_at, updated_at) VALUES ('dlv_old', 'evt_old', 'ep_1', 'acme', 't', 0, 'delivered', 1, 0, 1, 0, 1, 1)`);
+
+    db.transaction(() => migrate(db, SQLITE_MIGRATIONS.filter((m) => m.version <= 10))).immediate();
+    expect(version(db)).to.equal('10');
+    expect(db.prepare(`SELECT id, sequence, ordering_key FROM deliveries`).all()).to.deep.equal([{ id: 'dlv_old', sequence: null, ordering_key: null }]);
+    expect(db.prepare(`SELECT count(*) FROM endpoint_sequences`).pluck().get()).to.equal(0);
+    const plan = db.prepare(`EXPLAIN QUERY PLAN SELECT * FROM deliveries WHERE endpoint_id = 'ep_1' AND sequence > 5 ORDER BY sequence LIMIT 10`).all() as { detail: string }[];
+    expect(plan.map((row) => row.detail).join('\n')).to.include('deliveries_endpoint_sequence').and.not.include('TEMP B-TREE');
+  });
+
   it('refuses a file migrated by a newer Herald with HERALD_STORE naming both versions, changing nothing', () => {
     ensureSchema(db);
     db.prepare(`UPDATE meta SET value = '99' WHERE key = 'schema_version'`).run();

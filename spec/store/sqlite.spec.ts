@@ -77,9 +77,9 @@ describe('SqliteStore', () => {
       const store = new SqliteStore({ path: join(dir, 'grouped.db'), clock, groupCommit: true });
       opened.push(store);
       await store.init({ slotCount: 4 });
-      const event = (id: string) => ({ id, tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null });
+      const event = (id: string) => ({ id, tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null, orderingKey: null });
       await store.appendEvents([event('evt_a')]);
-      const delivery = { id: deliveryIdFor('evt_a', 'ep_1', clock.now()), eventId: 'evt_a', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', slot: slotOf('ep_1', 4), nextAttemptAt: clock.now(), createdAt: clock.now() };
+      const delivery = { id: deliveryIdFor('evt_a', 'ep_1', clock.now()), eventId: 'evt_a', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', slot: slotOf('ep_1', 4), nextAttemptAt: clock.now(), createdAt: clock.now(), orderingKey: null };
 
       // Made in one turn: one group. The fan-out names an event that does not exist after one that
       // does, so it fails after writing; its writes must go, the event appended beside it must stay.
@@ -101,7 +101,7 @@ describe('SqliteStore', () => {
       const path = join(dir, 'grouped.db');
       const store = new SqliteStore({ path, clock, groupCommit: true });
       await store.init({ slotCount: 4 });
-      const appended = store.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
+      const appended = store.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null, orderingKey: null }]);
       await store.close();
       await appended;
       const raw = new Database(path);
@@ -130,7 +130,7 @@ describe('SqliteStore', () => {
         clock.advance(50);
         expect(calls).to.equal(0);
 
-        await other.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
+        await other.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null, orderingKey: null }]);
         clock.advance(49);
         expect(calls).to.equal(0);
         clock.advance(1);
@@ -159,7 +159,7 @@ describe('SqliteStore', () => {
         await store.init({ slotCount: 4 });
         let calls = 0;
         store.watch(() => calls++);
-        await store.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
+        await store.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null, orderingKey: null }]);
         clock.advance(200);
         expect(calls).to.equal(0);
       });
@@ -179,7 +179,7 @@ describe('SqliteStore', () => {
         expect(clock.pendingTimerCount).to.equal(1);
         await store.close();
         expect(clock.pendingTimerCount).to.equal(0);
-        await other.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null }]);
+        await other.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: clock.now(), endpointId: null, orderingKey: null }]);
         clock.advance(100);
         expect(calls).to.equal(0);
       });
@@ -204,10 +204,10 @@ describe('SqliteStore', () => {
         let seq = 0;
         const seed = async (endpointId: string, dueAt: number) => {
           const id = `evt_${seq++}`;
-          await store.appendEvents([{ id, tenantId: 'acme', type: 't', payload: '{}', createdAt: now, endpointId: null }]);
+          await store.appendEvents([{ id, tenantId: 'acme', type: 't', payload: '{}', createdAt: now, endpointId: null, orderingKey: null }]);
           await store.recordFanOuts([{ eventId: id, deliveries: [{
             id: deliveryIdFor(id, endpointId, now), eventId: id, endpointId, tenantId: 'acme', eventType: 't',
-            slot: slotOf(endpointId, 4), nextAttemptAt: dueAt, createdAt: now,
+            slot: slotOf(endpointId, 4), nextAttemptAt: dueAt, createdAt: now, orderingKey: null,
           }] }], clock.now());
           return deliveryIdFor(id, endpointId, now);
         };
@@ -253,11 +253,11 @@ describe('SqliteStore', () => {
           disabledReason: null, failingSince: null, secrets: [], createdAt: now, updatedAt: now,
         };
         await store.createEndpoint(endpoint);
-        await store.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{"a":1}', createdAt: now, endpointId: null }]);
+        await store.appendEvents([{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{"a":1}', createdAt: now, endpointId: null, orderingKey: null }]);
         const deliveryId = deliveryIdFor('evt_1', 'ep_1', now);
         await store.recordFanOuts([{ eventId: 'evt_1', deliveries: [{
           id: deliveryId, eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't',
-          slot: slotOf('ep_1', 4), nextAttemptAt: now, createdAt: now,
+          slot: slotOf('ep_1', 4), nextAttemptAt: now, createdAt: now, orderingKey: null,
         }] }], clock.now());
         const refused: Outcome = { kind: 'network', code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' };
         const die = async (deadLetterId: string) => {

@@ -19,6 +19,12 @@ export async function listDeliveries({ deliveries }: StoreDb, filter: DeliveryFi
   return (await deliveries.find(deliveryListFilter(filter)).sort(DELIVERY_LIST_SORT).limit(limit).toArray()).map(deliveryFromDoc);
 }
 
+/** `sequence > after`, in sequence order: a seek on deliveries_endpoint_sequence. `limit` clamped, at least 1. */
+export async function listDeliveriesAfterSequence({ deliveries }: StoreDb, endpointId: string, after: number, limit: number): Promise<Delivery[]> {
+  const docs = await deliveries.find({ endpointId, sequence: { $gt: after } }).sort({ endpointId: 1, sequence: 1 }).limit(limit).toArray();
+  return docs.map(deliveryFromDoc);
+}
+
 export async function listAttempts({ attempts }: StoreDb, deliveryId: string): Promise<Attempt[]> {
   return (await attempts.find({ deliveryId }).sort({ round: 1, number: 1, _id: 1 }).toArray()).map(attemptFromDoc);
 }

@@ -69,6 +69,7 @@ export function eventToDoc(event: OutboxEvent, ord: ObjectId = new ObjectId()): 
     payload: event.payload,
     createdAt: event.createdAt,
     endpointId: event.endpointId,
+    orderingKey: event.orderingKey,
     fannedOut: false,
     fannedOutAt: null,
     ord,
@@ -83,6 +84,7 @@ export function eventFromDoc(doc: EventDoc): OutboxEvent {
     payload: doc.payload,
     createdAt: doc.createdAt,
     endpointId: doc.endpointId ?? null,
+    orderingKey: doc.orderingKey ?? null,
   };
 }
 
@@ -90,7 +92,7 @@ export function eventFromDoc(doc: EventDoc): OutboxEvent {
  * A delivery as fan-out creates it: pending, attempt 0, round 0, epoch 0; or,
  * claimed on creation, in flight at the slot's epoch since `claimed.now`.
  */
-export function newDeliveryDoc(d: NewDelivery, claimed?: { readonly epoch: number; readonly now: number }): DeliveryDoc {
+export function newDeliveryDoc(d: NewDelivery, sequence: number, claimed?: { readonly epoch: number; readonly now: number }): DeliveryDoc {
   return {
     _id: d.id,
     eventId: d.eventId,
@@ -107,6 +109,8 @@ export function newDeliveryDoc(d: NewDelivery, claimed?: { readonly epoch: numbe
     createdAt: d.createdAt,
     updatedAt: claimed?.now ?? d.createdAt,
     deliveredAt: null,
+    sequence,
+    orderingKey: d.orderingKey,
   };
 }
 
@@ -126,6 +130,8 @@ export function deliveryFromDoc(doc: DeliveryDoc): Delivery {
     createdAt: doc.createdAt,
     updatedAt: doc.updatedAt,
     deliveredAt: doc.deliveredAt ?? null,
+    sequence: doc.sequence ?? null,
+    orderingKey: doc.orderingKey ?? null,
   };
 }
 

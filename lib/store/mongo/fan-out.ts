@@ -4,8 +4,8 @@
  * and its deliveries upserted in one transaction, those the caller claims
  * inserted in flight at their slot's epoch.
  */
-import type { AnyBulkWriteOperation } from 'mongodb';
-import { NotFoundError } from '../../errors.ts';
+import type { AnyBulkWriteOperation, ClientSession } from 'mongodb';
+import { NotFoundError, StoreError } from '../../errors.ts';
 import type { Delivery, OutboxEvent } from '../../model.ts';
 import type { FanOut, FanOutClaim, NewDelivery } from '../port.ts';
 import type { StoreDb } from './collections.ts';
@@ -91,10 +91,19 @@ export async function recordFanOuts(db: StoreDb, batch: FanOutBatch, now: number
         epochs.set(lease._id, lease.epoch);
       }
     }
-    const docs = all.map((d) => {
+    // Only deliveries not stored yet take a number: a re-planned event's existing ones keep theirs.
+    const stored = new Set(
+      (await db.deliveries.find({ _id: { $in: all.map((d) => d.id) } }, { session, projection: { _id: 1 } }).toArray()).map((doc) => doc._id),
+    );
+    const fresh = all.filter((d) => !stored.has(d.id));
+    const next = await takeSequences(db, fresh, session);
+    const docs = fresh.map((d) => {
       const epoch = claim?.deliveryIds.has(d.id) === true ? epochs.get(d.slot) : undefined;
-      return newDeliveryDoc(d, epoch === undefined ? undefined : { epoch, now });
+      const sequence = next.get(d.endpointId)!;
+      next.set(d.endpointId, sequence + 1);
+      return newDeliveryDoc(d, sequence, epoch === undefined ? undefined : { epoch, now });
     });
+    if (docs.length === 0) return [];
     const ops: AnyBulkWriteOperation<DeliveryDoc>[] = docs.map((doc) => {
       const { _id, ...fields } = doc;
       return { updateOne: { filter: { _id }, update: { $setOnInsert: { ...fields, origin: db.origin } }, upsert: true } };
@@ -104,6 +113,29 @@ export async function recordFanOuts(db: StoreDb, batch: FanOutBatch, now: number
     const inserted = new Set(Object.values(result.upsertedIds));
     return docs.filter((doc) => doc.status === 'in_flight' && inserted.has(doc._id)).map(deliveryFromDoc);
   });
+}
+
+/**
+ * Adds to each endpoint's counter how many of `fresh` are its, in the transaction (one `$inc` per
+ * endpoint, in endpoint id order); answers the first number of each. Two transactions numbering the
+ * same endpoint conflict on its document and the driver retries one, so numbers are never shared;
+ * an aborted transaction gives its numbers back.
+ */
+async function takeSequences(db: StoreDb, fresh: readonly NewDelivery[], session: ClientSession): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const d of fresh) counts.set(d.endpointId, (counts.get(d.endpointId) ?? 0) + 1);
+  const first = new Map<string, number>();
+  for (const endpointId of [...counts.keys()].sort()) {
+    const n = counts.get(endpointId)!;
+    const counter = await db.endpointSequences.findOneAndUpdate(
+      { _id: endpointId },
+      { $inc: { last: n } },
+      { session, upsert: true, returnDocument: 'after' },
+    );
+    if (counter === null) throw new StoreError(`mongodb: the sequence counter of endpoint '${endpointId}' was not written`);
+    first.set(endpointId, counter.last - n + 1);
+  }
+  return first;
 }
 
 export async function getEvent({ events }: StoreDb, id: string): Promise<OutboxEvent | undefined> {

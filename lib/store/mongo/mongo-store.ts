@@ -68,7 +68,7 @@ import type { StoreDb } from './collections.ts';
 import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../../dead-letters/failure-groups.ts';
 import { failureGroups, replayFailureGroup } from './failure-groups.ts';
 import { countReplayableDeadLetters, getDeadLetter, listDeadLetters, replayableDeadLetterPage, replayDeadLetters, triageDeadLetters, unreviewedDeadLetters } from './dead-letters.ts';
-import { countDeliveries, getDelivery, listAttempts, listDeliveries, nextDueAt } from './delivery-log.ts';
+import { countDeliveries, getDelivery, listAttempts, listDeliveries, listDeliveriesAfterSequence, nextDueAt } from './delivery-log.ts';
 import type { EmbeddedServer, StartEmbeddedServer } from './embedded-server.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, resumeDeliveries, tenantExists, updateEndpoint } from './endpoints.ts';
 import { appendEvents, countUnfannedEvents, fanOutBatch, getEvent, recordFanOuts, unfannedEvents } from './fan-out.ts';
@@ -83,7 +83,19 @@ import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } fr
 import { checkServerSupport, tooOldProblem } from './server-check.ts';
 import type { ServerSupport } from './server-check.ts';
 import { Collections, ensureSchema, MetaKeys } from './schema.ts';
-import type { AttemptDoc, DeadLetterDoc, DeliveryDoc, DeliveryMinuteDoc, EndpointDoc, EventDoc, LeaseDoc, MetaDoc, NodeDoc, TenantTokenDoc } from './schema.ts';
+import type {
+  AttemptDoc,
+  DeadLetterDoc,
+  DeliveryDoc,
+  DeliveryMinuteDoc,
+  EndpointDoc,
+  EndpointSequenceDoc,
+  EventDoc,
+  LeaseDoc,
+  MetaDoc,
+  NodeDoc,
+  TenantTokenDoc,
+} from './schema.ts';
 import { createTenantToken, deleteTenantToken, getTenantToken, listTenantTokens } from './tenant-tokens.ts';
 import { settle } from './settle.ts';
 
@@ -543,6 +555,12 @@ export class MongoStore implements Store {
     return this.#run('listDeliveries', (state) => listDeliveries(state, filter, limit));
   }
 
+  async listDeliveriesAfterSequence(endpointId: string, after: number, limit: number): Promise<Delivery[]> {
+    const n = clampLimit(limit, MAX_LIST_LIMIT);
+    if (n === 0) return [];
+    return this.#run('listDeliveriesAfterSequence', (state) => listDeliveriesAfterSequence(state, endpointId, after, n));
+  }
+
   async listAttempts(deliveryId: string): Promise<Attempt[]> {
     return this.#run('listAttempts', (state) => listAttempts(state, deliveryId));
   }
@@ -735,6 +753,7 @@ function openState(client: MongoClient, db: Db, support: ServerSupport, origin: 
     nodes: db.collection<NodeDoc>(Collections.NODES),
     tenantTokens: db.collection<TenantTokenDoc>(Collections.TENANT_TOKENS),
     deliveryMinutes: db.collection<DeliveryMinuteDoc>(Collections.DELIVERY_MINUTES),
+    endpointSequences: db.collection<EndpointSequenceDoc>(Collections.ENDPOINT_SEQUENCES),
     transaction: (fn) => runTransaction(client, fn),
   };
 }

@@ -20,9 +20,11 @@ import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
  * their `triage` ({@link migrateDeadLetterTriage}); 3: failure kinds ({@link migrateFailureKinds});
  * 4: tenant tokens (a new collection and its index, which {@link ensureSchema} creates: no data moves);
  * 5: the `delivery_minutes` collection and its indexes (created like every collection, no document
- * to change).
+ * to change); 8: sequence numbers per endpoint — the `endpoint_sequences` collection and the
+ * deliveries' `(endpointId, sequence)` index (deliveries written before it have no `sequence`, and
+ * numbering starts at 1 for every endpoint from there: no document to change).
  */
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 export const Collections = {
   META: 'meta',
@@ -35,6 +37,7 @@ export const Collections = {
   NODES: 'nodes',
   TENANT_TOKENS: 'tenant_tokens',
   DELIVERY_MINUTES: 'delivery_minutes',
+  ENDPOINT_SEQUENCES: 'endpoint_sequences',
 } as const;
 export type CollectionName = (typeof Collections)[keyof typeof Collections];
 
@@ -97,6 +100,8 @@ export interface EventDoc {
   ord: ObjectId;
   /** The store that inserted it (absent for a producer's publish): its own change feed skips it. */
   origin?: string;
+  /** The producer's ordering key; missing on events written before schema 8 (read as none). */
+  orderingKey?: string | null;
 }
 
 export interface DeliveryDoc {
@@ -130,6 +135,20 @@ export interface DeliveryDoc {
    */
   lastFailureKind?: string | null;
   lastFailureAt?: number | null;
+  /** The endpoint's number for it (`webhook-sequence`); missing on deliveries written before schema 8. */
+  sequence?: number;
+  /** Its event's ordering key; missing before schema 8 (read as none). */
+  orderingKey?: string | null;
+}
+
+/**
+ * An endpoint's last sequence number given, `_id` the endpoint id; no document means 0. A
+ * collection of its own rather than a field of the endpoint: fan-out writes it in every batch, and
+ * its transactions then conflict with each other only, never with an admin's update of the endpoint.
+ */
+export interface EndpointSequenceDoc {
+  _id: string;
+  last: number;
 }
 
 export interface AttemptDoc {
@@ -268,6 +287,14 @@ export function indexSpecs(retentionSeconds: number | null): Readonly<Record<Col
       { key: { tenantId: 1, createdAt: -1, _id: -1 }, name: 'deliveries_tenant_log' },
       { key: { eventType: 1, createdAt: -1, _id: -1 }, name: 'deliveries_type_log' },
       { key: { status: 1, createdAt: -1, _id: -1 }, name: 'deliveries_status_log' },
+      // Schema 8: an endpoint's deliveries after sequence N, in order (a seek); unique, so a number
+      // given twice is an error. Partial: deliveries older than the numbering have none.
+      {
+        key: { endpointId: 1, sequence: 1 },
+        name: 'deliveries_endpoint_sequence',
+        unique: true,
+        partialFilterExpression: { sequence: { $type: 'number' } },
+      },
       // Failures grouped (failure-groups.ts): the retrying deliveries only, by endpoint and kind, latest first.
       {
         key: { endpointId: 1, lastFailureKind: 1, lastFailureAt: -1 },
@@ -302,6 +329,8 @@ export function indexSpecs(retentionSeconds: number | null): Readonly<Record<Col
       { key: { minute: 1 }, name: 'delivery_minutes_minute' },
       { key: { tenantId: 1, minute: 1 }, name: 'delivery_minutes_tenant' },
     ],
+    // Read and written by _id only.
+    [Collections.ENDPOINT_SEQUENCES]: [],
   };
 }
 

@@ -34,6 +34,7 @@ interface ClaimedRow extends DeliveryRow {
   event_payload: string | null;
   event_created_at: number | null;
   event_endpoint_id: string | null;
+  event_ordering_key: string | null;
 }
 
 export class ClaimQueries {
@@ -174,6 +175,7 @@ export class ClaimQueries {
           payload: row.event_payload,
           createdAt: row.event_created_at!,
           endpointId: row.event_endpoint_id,
+          orderingKey: row.event_ordering_key,
         },
       });
     }
@@ -193,7 +195,7 @@ function claimedWithEvents(s: string, now: string): string {
     RETURNING ${deliveryColumns('d')}
   )
   SELECT c.*, e.tenant_id AS event_tenant_id, e.type AS event_type_name, e.payload AS event_payload,
-         e.created_at AS event_created_at, e.endpoint_id AS event_endpoint_id
+         e.created_at AS event_created_at, e.endpoint_id AS event_endpoint_id, e.ordering_key AS event_ordering_key
   FROM claimed c LEFT JOIN ${s}.events e ON e.id = c.event_id
   ORDER BY c.next_attempt_at, c.id`;
 }

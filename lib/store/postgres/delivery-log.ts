@@ -16,6 +16,9 @@ export class DeliveryLogQueries {
   readonly #s: string;
   readonly #get: Statement;
   readonly #nextDueAt: Statement;
+  readonly #afterSequence: Statement;
+  /** The hot statements by name, for their plans (spec/store/postgres-plans.spec.ts). */
+  readonly statements: Readonly<Record<'afterSequence', Statement>>;
 
   constructor(schema: string) {
     const s = schema;
@@ -25,6 +28,15 @@ export class DeliveryLogQueries {
       WHERE d.status = 'pending'
         AND EXISTS (SELECT 1 FROM ${s}.endpoints e WHERE e.id = d.endpoint_id AND e.status = 'enabled')
       ORDER BY d.next_attempt_at LIMIT 1`);
+    // A seek on deliveries_endpoint_sequence, read in its order.
+    this.#afterSequence = named(s, 'deliveries_after_sequence',
+      `SELECT * FROM ${s}.deliveries WHERE endpoint_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3`);
+    this.statements = { afterSequence: this.#afterSequence };
+  }
+
+  async afterSequence(sql: Sql, endpointId: string, after: number, limit: number): Promise<Delivery[]> {
+    const rows = await sql.query<DeliveryRow>(this.#afterSequence, [endpointId, after, clampLimit(limit, MAX_LIST_LIMIT)]);
+    return rows.map(deliveryFromRow);
   }
 
   async get(sql: Sql, id: string): Promise<Delivery | undefined> {

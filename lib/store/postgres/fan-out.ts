@@ -6,9 +6,12 @@ import { NotFoundError } from '../../errors.ts';
 import type { Delivery, OutboxEvent } from '../../model.ts';
 import type { FanOut, FanOutClaim } from '../port.ts';
 import { deliveryFromRow, eventFromRow, type DeliveryRow, type EventRow } from '../sql-rows.ts';
-import { deliveryColumns } from './rows.ts';
+import { DELIVERY_COLUMNS, deliveryColumns } from './rows.ts';
 import { named, type Sql, type Statement } from './sql.ts';
 import { workNotice } from './work-notice.ts';
+
+/** A row of NULLs in place of a delivery's columns, for the statement's rows that carry no delivery. */
+const NO_DELIVERY = DELIVERY_COLUMNS.map(() => 'NULL').join(', ');
 
 export class FanOutQueries {
   readonly #s: string;
@@ -53,7 +56,14 @@ export class FanOutQueries {
      * that overlap cannot deadlock. A delivery named for claiming whose slot the owner holds
      * goes in in flight at the slot's epoch; the others go in pending, and when some did, the
      * other processes are told (they may own those slots).
-     *   $1 event ids, $2 now, $3 owner (or null), $4–$12 the deliveries' columns, $13 claim flags
+     * Each delivery inserted takes the next number of its endpoint: one upsert per endpoint of the
+     * batch adds how many it gets to `endpoint_sequences`, and they are numbered from there in the
+     * order given. A delivery whose id exists is left out first, so it takes no number. The
+     * counters' row locks, held to the commit, serialise nodes fanning out to the same endpoint;
+     * they are taken in endpoint id order (and the events are skipped, never waited for, when
+     * locked), so two batches cannot deadlock.
+     *   $1 event ids, $2 now, $3 owner (or null), $4–$11 the deliveries' columns, $12 claim flags,
+     *   $13 ordering keys
      */
     this.#record = named(s, 'fan_out_record', `
       WITH wanted AS (SELECT DISTINCT unnest($1::text[]) AS id),
@@ -71,28 +81,43 @@ export class FanOutQueries {
       ),
       planned AS (
         SELECT p.*, l.epoch
-        FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::bool[])
-          AS p(id, event_id, endpoint_id, tenant_id, event_type, slot, next_attempt_at, created_at, claim)
+        FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::bigint[], $12::bool[],
+            $13::text[])
+          WITH ORDINALITY AS p(id, event_id, endpoint_id, tenant_id, event_type, slot, next_attempt_at, created_at, claim,
+            ordering_key, n)
         LEFT JOIN ${s}.leases l ON p.claim AND l.slot = p.slot AND l.owner = $3 AND l.until > $2
         WHERE p.event_id IN (SELECT id FROM marked)
+          AND NOT EXISTS (SELECT 1 FROM ${s}.deliveries d WHERE d.id = p.id)
+      ),
+      counters AS (
+        INSERT INTO ${s}.endpoint_sequences (endpoint_id, last_sequence)
+        SELECT endpoint_id, count(*) FROM planned GROUP BY endpoint_id ORDER BY endpoint_id
+        ON CONFLICT (endpoint_id) DO UPDATE SET last_sequence = ${s}.endpoint_sequences.last_sequence + excluded.last_sequence
+        RETURNING endpoint_id, last_sequence
+      ),
+      numbered AS (
+        SELECT p.*, c.last_sequence - count(*) OVER (PARTITION BY p.endpoint_id)
+          + row_number() OVER (PARTITION BY p.endpoint_id ORDER BY p.n) AS sequence
+        FROM planned p JOIN counters c ON c.endpoint_id = p.endpoint_id
       ),
       inserted AS (
         INSERT INTO ${s}.deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot, status, attempts, round,
-          next_attempt_at, lease_epoch, last_error, created_at, updated_at, delivered_at)
+          next_attempt_at, lease_epoch, last_error, created_at, updated_at, delivered_at, sequence, ordering_key)
         SELECT id, event_id, endpoint_id, tenant_id, event_type, slot,
           CASE WHEN epoch IS NULL THEN 'pending' ELSE 'in_flight' END, 0, 0,
-          next_attempt_at, COALESCE(epoch, 0), NULL, created_at, CASE WHEN epoch IS NULL THEN created_at ELSE $2 END, NULL
-        FROM planned
+          next_attempt_at, COALESCE(epoch, 0), NULL, created_at, CASE WHEN epoch IS NULL THEN created_at ELSE $2 END, NULL,
+          sequence, ordering_key
+        FROM numbered
         ORDER BY id
         ON CONFLICT (id) DO NOTHING
         RETURNING ${deliveryColumns(`${s}.deliveries`)}
       )
       SELECT 'claimed' AS kind, ${deliveryColumns('inserted')} FROM inserted WHERE status = 'in_flight'
       UNION ALL
-      SELECT 'missing', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+      SELECT 'missing', ${NO_DELIVERY}
       WHERE NOT (SELECT ok FROM complete)
       UNION ALL
-      SELECT 'notified', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+      SELECT 'notified', ${NO_DELIVERY}
       FROM (SELECT ${workNotice(s)} FROM inserted WHERE status = 'pending' LIMIT 1) notice`);
     this.statements = { unfanned: this.#unfanned, countUnfanned: this.#countUnfanned, recordFanOuts: this.#record };
   }
@@ -101,10 +126,10 @@ export class FanOutQueries {
   async append(sql: Sql, events: readonly OutboxEvent[]): Promise<void> {
     if (events.length === 0) return;
     await sql.query(
-      `INSERT INTO ${this.#s}.events (id, tenant_id, type, payload, created_at, endpoint_id)
-       SELECT id, tenant_id, type, payload, created_at, endpoint_id
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[])
-         WITH ORDINALITY AS e(id, tenant_id, type, payload, created_at, endpoint_id, n)
+      `INSERT INTO ${this.#s}.events (id, tenant_id, type, payload, created_at, endpoint_id, ordering_key)
+       SELECT id, tenant_id, type, payload, created_at, endpoint_id, ordering_key
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[])
+         WITH ORDINALITY AS e(id, tenant_id, type, payload, created_at, endpoint_id, ordering_key, n)
        ORDER BY n
        ON CONFLICT (id) DO NOTHING`,
       [
@@ -114,6 +139,7 @@ export class FanOutQueries {
         events.map((e) => e.payload),
         events.map((e) => e.createdAt),
         events.map((e) => e.endpointId),
+        events.map((e) => e.orderingKey),
       ],
     );
   }
@@ -145,6 +171,7 @@ export class FanOutQueries {
       deliveries.map((d) => d.nextAttemptAt),
       deliveries.map((d) => d.createdAt),
       deliveries.map((d) => claim?.deliveryIds.has(d.id) === true),
+      deliveries.map((d) => d.orderingKey),
     ]);
     if (rows.some((row) => row.kind === 'missing')) {
       const stored = new Set((await sql.query<{ id: string }>(

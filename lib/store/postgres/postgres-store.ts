@@ -378,6 +378,10 @@ export class PostgresStore implements Store {
     return this.#run('listDeliveries', (sql) => this.#log.list(sql, filter));
   }
 
+  async listDeliveriesAfterSequence(endpointId: string, after: number, limit: number): Promise<Delivery[]> {
+    return this.#run('listDeliveriesAfterSequence', (sql) => this.#log.afterSequence(sql, endpointId, after, limit));
+  }
+
   async listAttempts(deliveryId: string): Promise<Attempt[]> {
     return this.#run('listAttempts', (sql) => this.#log.listAttempts(sql, deliveryId));
   }

@@ -9,7 +9,7 @@ import type { Endpoint } from '../../model.ts';
 
 /** The delivery columns, qualified, for statements that join or return them. */
 export const DELIVERY_COLUMNS = ['id', 'event_id', 'endpoint_id', 'tenant_id', 'event_type', 'slot', 'status', 'attempts',
-  'round', 'next_attempt_at', 'lease_epoch', 'last_error', 'created_at', 'updated_at', 'delivered_at'];
+  'round', 'next_attempt_at', 'lease_epoch', 'last_error', 'created_at', 'updated_at', 'delivered_at', 'sequence', 'ordering_key'];
 
 export function deliveryColumns(alias: string): string {
   return DELIVERY_COLUMNS.map((column) => `${alias}.${column}`).join(', ');

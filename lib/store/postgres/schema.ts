@@ -293,6 +293,28 @@ CREATE INDEX delivery_minutes_tenant ON ${s}.delivery_minutes (tenant_id, minute
     // through it (one lookup per tenant), never walking one tenant's backlog.
     sql: (s) => `CREATE INDEX IF NOT EXISTS events_unfanned_tenant ON ${s}.events (tenant_id, created_at, seq) WHERE fanned_out_at IS NULL;`,
   },
+  {
+    version: 11,
+    what: 'sequence numbers per endpoint (webhook-sequence) and ordering keys on events and deliveries',
+    // Deliveries written before this version keep a NULL sequence: numbering starts at 1 for every
+    // endpoint from here on. The counter lives in its own narrow table rather than on `endpoints`:
+    // fan-out updates it on every batch, and rewriting a tuple of a few bytes costs less (and bloats
+    // less) than an endpoint's with its jsonb secrets and filters; and its row lock, which serialises
+    // nodes fanning out to the same endpoint, is never one an admin's update of the endpoint holds or
+    // waits for. A missing row means 0.
+    // The unique index makes a number given twice an error, not a silent duplicate, and is the seek
+    // of the listing after sequence N (NULLs are distinct, so old rows do not collide).
+    sql: (s) => `
+ALTER TABLE ${s}.deliveries ADD COLUMN sequence bigint;
+ALTER TABLE ${s}.deliveries ADD COLUMN ordering_key text;
+ALTER TABLE ${s}.events ADD COLUMN ordering_key text;
+CREATE TABLE ${s}.endpoint_sequences (
+  endpoint_id   text COLLATE "C" PRIMARY KEY,
+  last_sequence bigint NOT NULL
+);
+CREATE UNIQUE INDEX deliveries_endpoint_sequence ON ${s}.deliveries (endpoint_id, sequence);
+`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

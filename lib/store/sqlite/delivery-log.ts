@@ -19,6 +19,7 @@ export class DeliveryLogStatements {
   readonly #listAttempts: Statement<AttemptRow>;
   readonly #count: Statement<{ status: string; n: number }>;
   readonly #nextDueAt: Statement<number>;
+  readonly #afterSequence: Statement<DeliveryRow>;
 
   constructor(db: BetterSqlite3.Database, dynamic: DynamicStatements) {
     this.#dynamic = dynamic;
@@ -31,6 +32,14 @@ export class DeliveryLogStatements {
       WHERE d.status = 'pending'
         AND EXISTS (SELECT 1 FROM endpoints e WHERE e.id = d.endpoint_id AND e.status = 'enabled')
       ORDER BY d.next_attempt_at LIMIT 1`).pluck();
+    // A seek on deliveries_endpoint_sequence, read in its order.
+    this.#afterSequence = db.prepare<unknown[], DeliveryRow>(
+      `SELECT * FROM deliveries WHERE endpoint_id = ? AND sequence > ? ORDER BY sequence LIMIT ?`,
+    );
+  }
+
+  afterSequence(endpointId: string, after: number, limit: number): Delivery[] {
+    return this.#afterSequence.all(endpointId, after, clampLimit(limit, MAX_LIST_LIMIT)).map(deliveryFromRow);
   }
 
   get(id: string): Delivery | undefined {

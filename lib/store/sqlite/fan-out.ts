@@ -22,11 +22,13 @@ export class FanOutStatements {
   readonly #countUnfanned: Statement<number>;
   readonly #markFannedOut: Statement;
   readonly #insertDelivery: Statement<DeliveryRow>;
+  readonly #lastSequence: Statement<number>;
+  readonly #saveSequence: Statement;
 
   constructor(db: BetterSqlite3.Database, leases: LeaseStatements) {
     this.#leases = leases;
-    this.#insertEvent = db.prepare(`INSERT INTO events (id, tenant_id, type, payload, created_at, endpoint_id)
-      VALUES (@id, @tenantId, @type, @payload, @createdAt, @endpointId) ON CONFLICT (id) DO NOTHING`);
+    this.#insertEvent = db.prepare(`INSERT INTO events (id, tenant_id, type, payload, created_at, endpoint_id, ordering_key)
+      VALUES (@id, @tenantId, @type, @payload, @createdAt, @endpointId, @orderingKey) ON CONFLICT (id) DO NOTHING`);
     this.#getEvent = db.prepare<unknown[], EventRow>(`SELECT * FROM events WHERE id = ?`);
     this.#unfanned = db.prepare<unknown[], EventRow>(
       `SELECT * FROM events WHERE fanned_out_at IS NULL ORDER BY created_at, rowid LIMIT ?`,
@@ -49,12 +51,18 @@ export class FanOutStatements {
     // Through the partial index of waiting events: the count stops at the cap.
     this.#countUnfanned = db.prepare<unknown[], number>(`SELECT count(*) FROM (SELECT 1 FROM events WHERE fanned_out_at IS NULL LIMIT ?)`).pluck();
     this.#markFannedOut = db.prepare(`UPDATE events SET fanned_out_at = COALESCE(fanned_out_at, @now) WHERE id = @id`);
-    // RETURNING gives the row only when it was inserted (not when the id existed).
-    this.#insertDelivery = db.prepare<unknown[], DeliveryRow>(`INSERT OR IGNORE INTO deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot,
-        status, attempts, round, next_attempt_at, lease_epoch, last_error, created_at, updated_at, delivered_at)
+    // RETURNING gives the row only when it was inserted (not when the id existed). Only a conflict
+    // on the id is ignored: a number already given (the unique (endpoint_id, sequence)) is an error.
+    this.#insertDelivery = db.prepare<unknown[], DeliveryRow>(`INSERT INTO deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot,
+        status, attempts, round, next_attempt_at, lease_epoch, last_error, created_at, updated_at, delivered_at, sequence, ordering_key)
       VALUES (@id, @eventId, @endpointId, @tenantId, @eventType, @slot,
-        @status, 0, 0, @nextAttemptAt, @epoch, NULL, @createdAt, CASE WHEN @status = 'pending' THEN @createdAt ELSE @now END, NULL)
+        @status, 0, 0, @nextAttemptAt, @epoch, NULL, @createdAt, CASE WHEN @status = 'pending' THEN @createdAt ELSE @now END, NULL,
+        @sequence, @orderingKey)
+      ON CONFLICT (id) DO NOTHING
       RETURNING ${DELIVERY_COLUMNS}`);
+    this.#lastSequence = db.prepare<unknown[], number>(`SELECT last_sequence FROM endpoint_sequences WHERE endpoint_id = ?`).pluck();
+    this.#saveSequence = db.prepare(`INSERT INTO endpoint_sequences (endpoint_id, last_sequence) VALUES (@endpointId, @last)
+      ON CONFLICT (endpoint_id) DO UPDATE SET last_sequence = excluded.last_sequence`);
   }
 
   /** Writes a row per event: run it in a transaction. */
@@ -67,6 +75,7 @@ export class FanOutStatements {
         payload: event.payload,
         createdAt: event.createdAt,
         endpointId: event.endpointId,
+        orderingKey: event.orderingKey,
       });
     }
   }
@@ -87,6 +96,18 @@ export class FanOutStatements {
    */
   record(fanOuts: readonly FanOut[], now: number, claim: FanOutClaim | undefined): Delivery[] {
     const claimed: Delivery[] = [];
+    // Each endpoint's last number, read once and written back once for the batch. The caller's
+    // IMMEDIATE transaction holds the file's write lock, so no other process numbers in between,
+    // and a rollback takes the numbers back with the rows.
+    const sequences = new Map<string, { last: number; changed: boolean }>();
+    const sequenceOf = (endpointId: string): { last: number; changed: boolean } => {
+      let counter = sequences.get(endpointId);
+      if (counter === undefined) {
+        counter = { last: this.#lastSequence.get(endpointId) ?? 0, changed: false };
+        sequences.set(endpointId, counter);
+      }
+      return counter;
+    };
     const epochs = new Map<number, number | undefined>();
     const epochOf = (slot: number, owner: string): number | undefined => {
       if (!epochs.has(slot)) epochs.set(slot, this.#leases.ownedEpoch(slot, owner, now));
@@ -96,6 +117,7 @@ export class FanOutStatements {
       if (this.#markFannedOut.run({ id: eventId, now }).changes === 0) throw new NotFoundError('event', eventId);
       for (const d of deliveries) {
         const epoch = claim?.deliveryIds.has(d.id) === true ? epochOf(d.slot, claim.owner) : undefined;
+        const counter = sequenceOf(d.endpointId);
         const row = this.#insertDelivery.get({
           id: d.id,
           eventId: d.eventId,
@@ -108,9 +130,19 @@ export class FanOutStatements {
           nextAttemptAt: d.nextAttemptAt,
           createdAt: d.createdAt,
           now,
+          sequence: counter.last + 1,
+          orderingKey: d.orderingKey,
         });
+        // No row: the id existed (a re-planned event), and the number stays free for the next one.
+        if (row !== undefined) {
+          counter.last += 1;
+          counter.changed = true;
+        }
         if (row !== undefined && epoch !== undefined) claimed.push(deliveryFromRow(row));
       }
+    }
+    for (const [endpointId, counter] of sequences) {
+      if (counter.changed) this.#saveSequence.run({ endpointId, last: counter.last });
     }
     return claimed;
   }

@@ -9,7 +9,8 @@ import type { EndpointRow } from '../sql-rows.ts';
 /** A delivery row's columns, each named with its table: RETURNING allows no table.* wildcard. */
 export const DELIVERY_COLUMNS = `deliveries.id, deliveries.event_id, deliveries.endpoint_id, deliveries.tenant_id, deliveries.event_type,
   deliveries.slot, deliveries.status, deliveries.attempts, deliveries.round, deliveries.next_attempt_at,
-  deliveries.lease_epoch, deliveries.last_error, deliveries.created_at, deliveries.updated_at, deliveries.delivered_at`;
+  deliveries.lease_epoch, deliveries.last_error, deliveries.created_at, deliveries.updated_at, deliveries.delivered_at,
+  deliveries.sequence, deliveries.ordering_key`;
 
 export function endpointToRow(endpoint: Endpoint): EndpointRow {
   return {

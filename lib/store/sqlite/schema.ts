@@ -142,6 +142,27 @@ CREATE INDEX delivery_minutes_tenant ON delivery_minutes (tenant_id, minute);
     // through it (one lookup per tenant), never walking one tenant's backlog.
     sql: `CREATE INDEX IF NOT EXISTS events_unfanned_tenant ON events (tenant_id, created_at) WHERE fanned_out_at IS NULL;`,
   },
+  {
+    version: 10,
+    what: "sequence numbers per endpoint (webhook-sequence) and ordering keys on events and deliveries",
+    // Deliveries written before this version keep a NULL sequence: numbering starts at 1 for every
+    // endpoint from here on. The counter lives in its own narrow table rather than on `endpoints`:
+    // fan-out writes it on every batch, and a row of a few bytes costs less to rewrite than an
+    // endpoint with its secrets and filters, and it never waits on an admin's update of the endpoint
+    // (PostgreSQL does the same, where that would be a row lock). A missing row means 0.
+    // The unique index makes a number given twice an error, not a silent duplicate, and is the
+    // seek of the listing after sequence N (NULLs are distinct, so old rows do not collide).
+    sql: `
+ALTER TABLE deliveries ADD COLUMN sequence INTEGER;
+ALTER TABLE deliveries ADD COLUMN ordering_key TEXT;
+ALTER TABLE events ADD COLUMN ordering_key TEXT;
+CREATE TABLE endpoint_sequences (
+  endpoint_id   TEXT PRIMARY KEY,
+  last_sequence INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX deliveries_endpoint_sequence ON deliveries (endpoint_id, sequence);
+`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */

@@ -174,6 +174,9 @@ export class SqliteStoreThread implements Store {
   listDeliveries(filter: DeliveryFilter): Promise<Delivery[]> {
     return this.#call('listDeliveries', [filter]);
   }
+  listDeliveriesAfterSequence(endpointId: string, after: number, limit: number): Promise<Delivery[]> {
+    return this.#call('listDeliveriesAfterSequence', [endpointId, after, limit]);
+  }
   listAttempts(deliveryId: string): Promise<Attempt[]> {
     return this.#call('listAttempts', [deliveryId]);
   }

@@ -395,6 +395,10 @@ export class SqliteStore implements Store {
     return this.#run('listDeliveries', ({ log }) => log.list(filter), 'read');
   }
 
+  async listDeliveriesAfterSequence(endpointId: string, after: number, limit: number): Promise<Delivery[]> {
+    return this.#run('listDeliveriesAfterSequence', ({ log }) => log.afterSequence(endpointId, after, limit), 'read');
+  }
+
   async listAttempts(deliveryId: string): Promise<Attempt[]> {
     return this.#run('listAttempts', ({ log }) => log.listAttempts(deliveryId), 'read');
   }

@@ -66,7 +66,7 @@ describe('MongoDB documents', () => {
   });
 
   it('writes new events unfanned, in insertion order, and reads back only the model\'s fields', () => {
-    const event: OutboxEvent = { id: 'evt_1', tenantId: 'acme', type: 't', payload: '{"a":1}', createdAt: NOW, endpointId: null };
+    const event: OutboxEvent = { id: 'evt_1', tenantId: 'acme', type: 't', payload: '{"a":1}', createdAt: NOW, endpointId: null, orderingKey: null };
     const first = eventToDoc(event);
     const second = eventToDoc({ ...event, id: 'evt_2' });
     expect(first).to.include({ _id: 'evt_1', fannedOut: false, fannedOutAt: null });
@@ -77,11 +77,13 @@ describe('MongoDB documents', () => {
   it('creates deliveries pending at attempt 0, round 0, epoch 0, and reads them without driver fields', () => {
     const doc = newDeliveryDoc({
       id: 'dlv_1', eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', slot: 3, nextAttemptAt: NOW + 1, createdAt: NOW,
-    });
+      orderingKey: 'order-7',
+    }, 12);
     expect(doc).to.include({ status: 'pending', attempts: 0, round: 0, leaseEpoch: 0, updatedAt: NOW, lastError: null, deliveredAt: null });
     expect(deliveryFromDoc({ ...doc, claimId: new ObjectId(), wokeAt: NOW })).to.deep.equal({
       id: 'dlv_1', eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', slot: 3, status: 'pending',
       attempts: 0, nextAttemptAt: NOW + 1, leaseEpoch: 0, lastError: null, createdAt: NOW, updatedAt: NOW, deliveredAt: null,
+      sequence: 12, orderingKey: 'order-7',
     });
   });
 

@@ -17,7 +17,7 @@ export interface Call {
 
 type Handler = (...args: any[]) => unknown;
 
-const NAMES = ['meta', 'endpoints', 'events', 'deliveries', 'attempts', 'deadLetters', 'leases', 'nodes'] as const;
+const NAMES = ['meta', 'endpoints', 'events', 'deliveries', 'attempts', 'deadLetters', 'leases', 'nodes', 'endpointSequences'] as const;
 export type CollectionKey = (typeof NAMES)[number];
 
 export class FakeCollection {
@@ -57,6 +57,10 @@ export class FakeCollection {
 
   async findOne(filter: unknown, options?: unknown) {
     return this.#call('findOne', [filter, options], () => null);
+  }
+
+  async findOneAndUpdate(filter: unknown, update: unknown, options?: unknown) {
+    return this.#call('findOneAndUpdate', [filter, update, options], () => null);
   }
 
   async countDocuments(filter: unknown, options?: unknown) {

@@ -9,18 +9,51 @@ describe('MongoDB outbox and fan-out', () => {
   context('when this store inserts events and deliveries', () => {
     it('marks them with its origin, which its own change feed leaves out', async () => {
       const fake = fakeDb('store-a');
-      await appendEvents(fake.db, [{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: NOW, endpointId: null }]);
+      await appendEvents(fake.db, [{ id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: NOW, endpointId: null, orderingKey: null }]);
       const [events] = fake.callsTo('events', 'bulkWrite');
       const [op] = events!.args[0] as Array<{ updateOne: { update: { $setOnInsert: { origin: string } } } }>;
       expect(op!.updateOne.update.$setOnInsert.origin).to.equal('store-a');
 
       fake.c.events.on('updateMany', () => ({ matchedCount: 1, modifiedCount: 1 }));
       fake.c.deliveries.on('bulkWrite', () => ({ upsertedIds: {} }));
-      const delivery = { id: 'dlv_1', eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', slot: 0, nextAttemptAt: NOW, createdAt: NOW };
+      fake.c.endpointSequences.on('findOneAndUpdate', () => ({ _id: 'ep_1', last: 1 }));
+      const delivery = { id: 'dlv_1', eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', slot: 0, nextAttemptAt: NOW, createdAt: NOW, orderingKey: null };
       await recordFanOuts(fake.db, fanOutBatch([{ eventId: 'evt_1', deliveries: [delivery] }], undefined), NOW);
       const [deliveries] = fake.callsTo('deliveries', 'bulkWrite');
       const [insert] = deliveries!.args[0] as Array<{ updateOne: { update: { $setOnInsert: { origin: string } } } }>;
       expect(insert!.updateOne.update.$setOnInsert.origin).to.equal('store-a');
+    });
+  });
+
+  context('when deliveries are numbered', () => {
+    it('adds each endpoint\'s count of new deliveries to its counter once, in endpoint order, in the transaction, and numbers them in the order given', async () => {
+      const fake = fakeDb();
+      fake.c.events.on('updateMany', () => ({ matchedCount: 3, modifiedCount: 3 }));
+      // dlv_a1 exists (a re-planned event): it takes no number.
+      fake.c.deliveries.on('find', () => [{ _id: 'dlv_a1' }]);
+      fake.c.deliveries.on('bulkWrite', () => ({ upsertedIds: {} }));
+      const counters: Record<string, number> = { ep_a: 4, ep_b: 0 };
+      fake.c.endpointSequences.on('findOneAndUpdate', (filter: { _id: string }, update: { $inc: { last: number } }) => {
+        counters[filter._id] = (counters[filter._id] ?? 0) + update.$inc.last;
+        return { _id: filter._id, last: counters[filter._id] };
+      });
+      const delivery = (id: string, eventId: string, endpointId: string) =>
+        ({ id, eventId, endpointId, tenantId: 'acme', eventType: 't', slot: 0, nextAttemptAt: NOW, createdAt: NOW, orderingKey: eventId === 'evt_2' ? 'k' : null });
+      await recordFanOuts(fake.db, fanOutBatch([
+        { eventId: 'evt_1', deliveries: [delivery('dlv_b1', 'evt_1', 'ep_b'), delivery('dlv_a1', 'evt_1', 'ep_a')] },
+        { eventId: 'evt_2', deliveries: [delivery('dlv_b2', 'evt_2', 'ep_b'), delivery('dlv_a2', 'evt_2', 'ep_a')] },
+        { eventId: 'evt_3', deliveries: [delivery('dlv_a3', 'evt_3', 'ep_a')] },
+      ], undefined), NOW);
+      const incs = fake.callsTo('endpointSequences', 'findOneAndUpdate');
+      expect(incs.map((call) => [call.args[0], call.args[1]])).to.deep.equal([
+        [{ _id: 'ep_a' }, { $inc: { last: 2 } }],
+        [{ _id: 'ep_b' }, { $inc: { last: 2 } }],
+      ]);
+      expect(incs.every((call) => (call.args[2] as { session: unknown; upsert: boolean }).upsert === true)).to.equal(true);
+      const [write] = fake.callsTo('deliveries', 'bulkWrite');
+      const inserted = (write!.args[0] as Array<{ updateOne: { filter: { _id: string }; update: { $setOnInsert: { sequence: number; orderingKey: string | null } } } }>)
+        .map(({ updateOne }) => [updateOne.filter._id, updateOne.update.$setOnInsert.sequence, updateOne.update.$setOnInsert.orderingKey]);
+      expect(inserted).to.deep.equal([['dlv_b1', 1, null], ['dlv_b2', 2, 'k'], ['dlv_a2', 5, 'k'], ['dlv_a3', 6, null]]);
     });
   });
 

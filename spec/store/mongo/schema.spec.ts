@@ -66,8 +66,13 @@ describe('MongoDB schema', () => {
     expect(await migrateDeadLetterTriage(db), 'run again: nothing left').to.equal(0);
   });
 
-  it('is at version 7: dead letters carry their triage (2), failures their kind (3), tenant tokens (4) and delivery minutes (5) have a collection, waiting events an index by tenant (7)', () => {
-    expect(SCHEMA_VERSION).to.equal(7);
+  it('is at version 8: dead letters carry their triage (2), failures their kind (3), tenant tokens (4) and delivery minutes (5) have a collection, waiting events an index by tenant (7), endpoint sequences a collection and deliveries an index by sequence (8)', () => {
+    expect(SCHEMA_VERSION).to.equal(8);
+  });
+
+  it('indexes deliveries by (endpointId, sequence), unique among those that have one', () => {
+    const index = indexSpecs(null)[Collections.DELIVERIES].find((i) => i.name === 'deliveries_endpoint_sequence');
+    expect(index).to.deep.include({ key: { endpointId: 1, sequence: 1 }, unique: true, partialFilterExpression: { sequence: { $type: 'number' } } });
   });
 
   it('gives version 3 to retrying deliveries without a failure kind (unknown, since their last update) and to every dead letter, in batches', async () => {
