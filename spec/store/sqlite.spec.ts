@@ -196,7 +196,7 @@ describe('SqliteStore', () => {
         const now = clock.now();
         const endpoint = (id: string, status: Endpoint['status'] = 'enabled'): Endpoint => ({
           id, tenantId: 'acme', url: `https://hooks.example.com/${id}`, description: '', eventTypes: [],
-          retry: { preset: 'default' }, timeoutMs: 1_000, mode: 'at-least-once', concurrency: 1, status,
+          retry: { preset: 'default' }, timeoutMs: 1_000, mode: 'at-least-once', ordering: 'none', concurrency: 1, status,
           disabledReason: status === 'enabled' ? null : 'operator', failingSince: null, secrets: [], createdAt: now, updatedAt: now,
         });
         for (const id of ['ep_big', 'ep_small', 'ep_orphan', 'ep_skipped']) await store.createEndpoint(endpoint(id));
@@ -249,7 +249,7 @@ describe('SqliteStore', () => {
         const now = clock.now();
         const endpoint: Endpoint = {
           id: 'ep_1', tenantId: 'acme', url: 'https://hooks.example.com/1', description: '', eventTypes: [],
-          retry: { preset: 'default' }, timeoutMs: 1_000, mode: 'at-most-once', concurrency: 1, status: 'enabled',
+          retry: { preset: 'default' }, timeoutMs: 1_000, mode: 'at-most-once', ordering: 'none', concurrency: 1, status: 'enabled',
           disabledReason: null, failingSince: null, secrets: [], createdAt: now, updatedAt: now,
         };
         await store.createEndpoint(endpoint);
