@@ -472,6 +472,7 @@ export class Herald {
       retry: fields.retry,
       timeoutMs: fields.timeoutMs,
       mode: fields.mode,
+      ordering: fields.ordering,
       concurrency: fields.concurrency,
       ...(fields.rateLimit === undefined ? {} : { rateLimit: fields.rateLimit }),
       ...(fields.adaptiveConcurrency === undefined ? {} : { adaptiveConcurrency: fields.adaptiveConcurrency }),

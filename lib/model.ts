@@ -27,6 +27,22 @@ export const DeliveryMode = {
 } as const;
 export type DeliveryMode = (typeof DeliveryMode)[keyof typeof DeliveryMode];
 
+/**
+ * The order an endpoint's deliveries are sent in. A *line* is an endpoint with an ordering key;
+ * events without a key form the endpoint's one default line.
+ */
+export const EndpointOrdering = {
+  /** Any order: deliveries go out in parallel, up to the endpoint's concurrency, each on its own retry schedule. */
+  NONE: 'none',
+  /**
+   * Strict order per line: a delivery is sent only when every earlier one of its line (by
+   * `sequence`) is delivered, dead or cancelled, so one at most is in flight per line. A failing
+   * one holds its line through all its retries. Different lines go in parallel.
+   */
+  FIFO: 'fifo',
+} as const;
+export type EndpointOrdering = (typeof EndpointOrdering)[keyof typeof EndpointOrdering];
+
 /** Why an endpoint was disabled. */
 export const DisabledReason = {
   /** By hand: the admin API, the CLI or the dashboard. */
@@ -144,6 +160,8 @@ export interface Endpoint {
   readonly retry: RetrySpec;
   readonly timeoutMs: number;
   readonly mode: DeliveryMode;
+  /** `fifo`: strict order per ordering key, one in flight per key; `none` (the default): any order. */
+  readonly ordering: EndpointOrdering;
   /** Requests in flight to this endpoint at once: the most, when `adaptiveConcurrency` is set. */
   readonly concurrency: number;
   /** Set: the requests in flight follow the endpoint's answers (AIMD), up to `concurrency`; absent: always `concurrency`. */

@@ -24,6 +24,10 @@ export class AdminClient {
     return this.#call('POST', path, body === undefined ? undefined : JSON.stringify(body));
   }
 
+  patch<T = any>(path: string, body: unknown): Promise<T> {
+    return this.#call('PATCH', path, JSON.stringify(body));
+  }
+
   delete<T = any>(path: string): Promise<T> {
     return this.#call('DELETE', path);
   }
@@ -37,7 +41,7 @@ export class AdminClient {
     await this.#agent.close();
   }
 
-  async #call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: string): Promise<T> {
+  async #call<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: string): Promise<T> {
     const url = `${this.#connection.url}${path}`;
     const headers: Record<string, string> = { authorization: `Bearer ${this.#connection.token}` };
     if (body !== undefined) headers['content-type'] = 'application/json';

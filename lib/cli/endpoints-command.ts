@@ -1,5 +1,5 @@
 /**
- * `herald endpoints add|list|show|events|enable|disable|rotate-secret`: endpoints
+ * `herald endpoints add|update|list|show|events|enable|disable|rotate-secret`: endpoints
  * over the admin API. Secrets are printed only when the API returns one
  * (on `add` and `rotate-secret`), never listed. `events` lists an endpoint's
  * deliveries after a sequence number (`webhook-sequence`), to explain a gap.
@@ -20,6 +20,8 @@ interface EndpointView {
   readonly retry: { readonly preset?: string; readonly schedule?: readonly string[]; readonly jitter?: string } & Record<string, unknown>;
   readonly timeoutMs: number;
   readonly mode: string;
+  /** Absent from an older node: `none`. */
+  readonly ordering?: string;
   readonly concurrency: number;
   /** `null` (or absent, from an older node): no rate limit. */
   readonly rateLimit?: { readonly perSecond: number; readonly burst: number } | null;
@@ -42,6 +44,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
     concurrency: { type: 'string' },
     'rate-limit': { type: 'string' },
     mode: { type: 'string' },
+    ordering: { type: 'string' },
     description: { type: 'string' },
     id: { type: 'string' },
     after: { type: 'string' },
@@ -64,18 +67,19 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
       case 'add': {
         // The endpoint's URL is positional: --url names the admin API, as for every command.
         if (values.tenant === undefined || target === undefined) throw new UsageError('endpoints add: the endpoint URL and --tenant are required');
-        const body: Record<string, unknown> = { tenantId: values.tenant, url: target };
-        if (values['event-types'] !== undefined) body.eventTypes = list(values['event-types']);
-        if (values.retry !== undefined) body.retry = retryOption(values.retry);
-        if (values['timeout-ms'] !== undefined) body.timeoutMs = parseInteger('timeout-ms', values['timeout-ms'], 1, 10_000_000);
-        if (values.concurrency !== undefined) body.concurrency = parseInteger('concurrency', values.concurrency, 1, 10_000);
-        if (values['rate-limit'] !== undefined) body.rateLimit = rateLimitOption(values['rate-limit']);
-        if (values.mode !== undefined) body.mode = values.mode;
-        if (values.description !== undefined) body.description = values.description;
+        const body: Record<string, unknown> = { tenantId: values.tenant, url: target, ...settingsOf(values) };
         if (values.id !== undefined) body.id = values.id;
         const created = await client.post<EndpointView>('/v1/endpoints', body);
         if (values.json === true) writeJson(io, created);
         else io.stdout.write(`${show(created)}\nSecret (shown once, give it to the consumer): ${created.secret ?? ''}\n`);
+        return 0;
+      }
+      case 'update': {
+        const body = settingsOf(values);
+        if (Object.keys(body).length === 0) throw new UsageError('endpoints update: give at least one setting to change (e.g. --ordering fifo)');
+        const updated = await client.patch<EndpointView>(`/v1/endpoints/${encodeURIComponent(needsId())}`, body);
+        if (values.json === true) writeJson(io, updated);
+        else io.stdout.write(show(updated));
         return 0;
       }
       case 'list': {
@@ -137,13 +141,33 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
         return 0;
       }
       case undefined:
-        throw new UsageError('endpoints: an action is required (add, list, show, events, enable, disable, rotate-secret)');
+        throw new UsageError('endpoints: an action is required (add, update, list, show, events, enable, disable, rotate-secret)');
       default:
         throw new UsageError(`endpoints: unknown action '${action}'`);
     }
   } finally {
     await client.close();
   }
+}
+
+/** The settings `add` and `update` share, as the API takes them (it validates them). */
+function settingsOf(values: Record<string, string | boolean | undefined>): Record<string, unknown> {
+  const text = (name: string): string | undefined => (typeof values[name] === 'string' ? values[name] : undefined);
+  const body: Record<string, unknown> = {};
+  const eventTypes = text('event-types');
+  const retry = text('retry');
+  const timeoutMs = text('timeout-ms');
+  const concurrency = text('concurrency');
+  const rateLimit = text('rate-limit');
+  if (eventTypes !== undefined) body.eventTypes = list(eventTypes);
+  if (retry !== undefined) body.retry = retryOption(retry);
+  if (timeoutMs !== undefined) body.timeoutMs = parseInteger('timeout-ms', timeoutMs, 1, 10_000_000);
+  if (concurrency !== undefined) body.concurrency = parseInteger('concurrency', concurrency, 1, 10_000);
+  if (rateLimit !== undefined) body.rateLimit = rateLimitOption(rateLimit);
+  if (text('mode') !== undefined) body.mode = text('mode');
+  if (text('ordering') !== undefined) body.ordering = text('ordering');
+  if (text('description') !== undefined) body.description = text('description');
+  return body;
 }
 
 function statusText(e: EndpointView): string {
@@ -161,6 +185,7 @@ function show(e: EndpointView): string {
     ['retry', retryText(e.retry)],
     ['timeout', `${e.timeoutMs} ms`],
     ['mode', e.mode],
+    ['ordering', e.ordering ?? 'none'],
     ['concurrency', e.concurrency],
     ['rate limit', rateLimitText(e.rateLimit ?? null)],
     ['failing since', time(e.failingSince)],

@@ -22,11 +22,13 @@ export const SECRETS_USAGE = `Usage: herald secrets reencrypt [--config <file>] 
   HERALD_SECRET_KEYS_PREVIOUS. Works on the store directly, nodes may be running. Afterwards the
   previous keys can be dropped. Exits 1 when an endpoint's secrets cannot be opened (listed with their key id).`;
 
-export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|list|show|events|enable|disable|rotate-secret> [options]
+export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|update|list|show|events|enable|disable|rotate-secret> [options]
 
   herald endpoints add <endpoint url> --tenant <id> [--event-types a.b,c.*] [--retry default|aggressive|relaxed|PT10S,PT1M|<JSON>]
                        [--timeout-ms <n>] [--concurrency <n>] [--rate-limit <n>/s[,<burst>]] [--mode at-least-once|at-most-once]
-                       [--description <text>] [--id <id>]
+                       [--ordering none|fifo] [--description <text>] [--id <id>]
+  herald endpoints update <id> [the settings of add, but --tenant and --id]   changes only those given
+                       --ordering fifo: strict order per ordering key, one delivery in flight per key
   herald endpoints list [--tenant <id>]
   herald endpoints show <id>
   herald endpoints events <id> [--after <n>] [--limit <n, default 100>]

@@ -3,7 +3,7 @@
  * names the field and the rule it broke. Pure: defaults come in, data goes out.
  */
 import { ValidationError } from '../errors.ts';
-import { ADAPTIVE_CONCURRENCY_DEFAULTS, DeliveryMode, type AdaptiveConcurrency, type Endpoint, type RateLimit, type RetrySpec } from '../model.ts';
+import { ADAPTIVE_CONCURRENCY_DEFAULTS, DeliveryMode, EndpointOrdering, type AdaptiveConcurrency, type Endpoint, type RateLimit, type RetrySpec } from '../model.ts';
 import { validateEndpointUrl } from '../delivery/validate-url.ts';
 import { resolveRetrySpec } from '../policy/retry-policy.ts';
 import { validateAdaptiveConcurrency } from './adaptive-concurrency.ts';
@@ -20,7 +20,7 @@ export interface EndpointDefaults {
 /** The fields a caller chooses when creating an endpoint; Herald sets the rest. */
 export type NewEndpointFields = Pick<
   Endpoint,
-  'tenantId' | 'url' | 'description' | 'eventTypes' | 'retry' | 'timeoutMs' | 'mode' | 'concurrency' | 'rateLimit' | 'adaptiveConcurrency'
+  'tenantId' | 'url' | 'description' | 'eventTypes' | 'retry' | 'timeoutMs' | 'mode' | 'ordering' | 'concurrency' | 'rateLimit' | 'adaptiveConcurrency'
 > & { readonly id?: string };
 
 export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' | 'rateLimit' | 'adaptiveConcurrency'>> & {
@@ -34,7 +34,7 @@ export const TIMEOUT_MIN_MS = 1_000;
 export const TIMEOUT_MAX_MS = 30_000;
 const ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 const EVENT_FILTER_PATTERN = /^(\*|[A-Za-z0-9_:-]+(\.[A-Za-z0-9_:-]+)*(\.\*)?)$/;
-const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'concurrency', 'rateLimit', 'adaptiveConcurrency'] as const;
+const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'ordering', 'concurrency', 'rateLimit', 'adaptiveConcurrency'] as const;
 const CREATABLE = ['id', 'tenantId', ...EDITABLE] as const;
 
 export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults): NewEndpointFields {
@@ -51,6 +51,7 @@ export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults):
     retry: changes.retry ?? defaults.retry,
     timeoutMs: changes.timeoutMs ?? defaults.timeoutMs,
     mode: changes.mode ?? DeliveryMode.AT_LEAST_ONCE,
+    ordering: changes.ordering ?? EndpointOrdering.NONE,
     concurrency: changes.concurrency ?? defaults.concurrency,
     // Absent or null: no limit.
     ...(changes.rateLimit == null ? {} : { rateLimit: changes.rateLimit }),
@@ -92,6 +93,13 @@ function validateChanges(body: Record<string, unknown>): EndpointChanges {
       throw new ValidationError('mode', `must be one of ${modes.join(', ')} (got ${JSON.stringify(body.mode)})`);
     }
     out.mode = body.mode as DeliveryMode;
+  }
+  if (body.ordering !== undefined) {
+    const orderings = Object.values(EndpointOrdering) as string[];
+    if (typeof body.ordering !== 'string' || !orderings.includes(body.ordering)) {
+      throw new ValidationError('ordering', `must be one of ${orderings.join(', ')} (got ${JSON.stringify(body.ordering)})`);
+    }
+    out.ordering = body.ordering as EndpointOrdering;
   }
   if (body.concurrency !== undefined) out.concurrency = integerIn(body.concurrency, 'concurrency', 1, 256);
   if (body.rateLimit !== undefined) out.rateLimit = body.rateLimit === null ? null : validateRateLimit(body.rateLimit, 'rateLimit');

@@ -82,7 +82,7 @@ export interface ActorDeps {
   sign(job: DeliveryJob, endpoint: Endpoint, timestampSec: number): Promise<Record<string, string>>;
   send(request: { url: string; headers: Record<string, string>; body: string; timeoutMs: number }): Promise<SendResult>;
   /** Writes the settlement of one of `actor`'s deliveries; false when it was fenced (the lease moved on). */
-  settle(settlement: Settlement, actor: { readonly queued: number }): Promise<boolean>;
+  settle(settlement: Settlement, actor: { readonly queued: number; readonly endpoint: Endpoint }): Promise<boolean>;
   /** A wake-up came due: there is work to claim. */
   wake(): void;
   /** Every attempt of a delivery, in order, across rounds: read only for a retry policy with a window. */

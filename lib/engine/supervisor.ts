@@ -40,7 +40,7 @@
  */
 import type { Clock } from '../clock.ts';
 import { slotOf } from '../ids.ts';
-import type { DeliveryJob, Endpoint, OutboxEvent } from '../model.ts';
+import { EndpointOrdering, type DeliveryJob, type Endpoint, type OutboxEvent } from '../model.ts';
 import type { FanOut, Settlement, Store } from '../store/port.ts';
 import { EndpointActor, type ActorDeps } from './actor.ts';
 import type { EmitEngineEvent } from './engine-events.ts';
@@ -301,6 +301,13 @@ export class Supervisor {
     const claimed = await store.recordFanOuts(fanOuts, now, { owner: this.#deps.owner, deliveryIds });
     let written = 0;
     for (const { deliveries } of fanOuts) written += deliveries.length;
+    if (claimed.length < deliveryIds.size) {
+      // Chosen but written pending (a FIFO line's later delivery, the lease lost): for a refill.
+      const inFlight = new Set(claimed.map((d) => d.id));
+      for (const { deliveries } of fanOuts) {
+        for (const d of deliveries) if (deliveryIds.has(d.id) && !inFlight.has(d.id)) this.#mayHaveMore.add(d.endpointId);
+      }
+    }
     if (claimed.length > 0) {
       const byId = new Map(events.map((event) => [event.id, event]));
       for (const delivery of claimed) {
@@ -491,11 +498,13 @@ export class Supervisor {
    * under this node's lease. Resolves false if the node closes first (the
    * delivery is then claimed again by the slot's next holder).
    */
-  async #settleDurably(settlement: Settlement, actor: { readonly queued: number }): Promise<boolean> {
+  async #settleDurably(settlement: Settlement, actor: { readonly queued: number; readonly endpoint: Endpoint }): Promise<boolean> {
     for (;;) {
       try {
         const applied = await this.#settler.settle(settlement);
         if (!applied) this.#deps.onFenced(settlement.deliveryId);
+        // A FIFO line's head is final: the next of its line is due now, not at the next sweep.
+        if (applied && isFifoLineEnd(settlement, actor.endpoint)) this.#mayHaveMore.add(actor.endpoint.id);
         // A finished attempt frees room in the mailbox: look for more work, a few places at a
         // time, or at once when this actor has nothing left queued.
         this.#pacer.freed(actor.queued === 0);
@@ -528,4 +537,9 @@ export class Supervisor {
       }
     }
   }
+}
+
+/** A delivery of a FIFO endpoint left its line (delivered or dead): the line has a new head. */
+function isFifoLineEnd(settlement: Settlement, endpoint: Endpoint): boolean {
+  return endpoint.ordering === EndpointOrdering.FIFO && (settlement.kind === 'delivered' || settlement.kind === 'dead');
 }

@@ -6,7 +6,7 @@
  * It shows this node; the delivery charts (`delivery-charts.ts`, shared with the portal): per minute
  * by outcome, the first-attempt success ratio and attempt latency p50/p95, over the last hour or
  * 24 h, for every endpoint or one chosen (`GET /v1/stats/series`); the endpoints with their health, breaker state,
- * failure rate over the last hour and limits (concurrency, rate limit); the failures grouped by
+ * failure rate over the last hour and limits (concurrency, rate limit, FIFO ordering); the failures grouped by
  * endpoint and failure kind (retrying, dead, since when, a sample) with a Replay button per group;
  * recent failures with their error; the
  * dead-letter queue with each letter's age and triage state, acknowledge,
@@ -101,7 +101,8 @@ async function refresh() {
           : e.failingSince != null ? '<span class="warn">failing since ' + esc(when(e.failingSince)) + '</span>' : '<span class="ok">healthy</span>';
         const rate = r ? Math.round(r.failureRate * 100) + ' % <span class="muted">(' + r.failures + '/' + r.attempts + ')</span>' : '<span class="muted">no attempts</span>';
         const action = e.status === 'disabled' ? '<button data-enable="' + esc(e.id) + '">Enable</button>' : '';
-        const limits = esc(e.concurrency) + ' at once' + (e.rateLimit ? ' · ' + esc(+e.rateLimit.perSecond.toPrecision(4)) + '/s, burst ' + esc(e.rateLimit.burst) : '');
+        const limits = esc(e.concurrency) + ' at once' + (e.rateLimit ? ' · ' + esc(+e.rateLimit.perSecond.toPrecision(4)) + '/s, burst ' + esc(e.rateLimit.burst) : '')
+          + (e.ordering === 'fifo' ? ' · FIFO, one per key' : '');
         return row(['<code>' + esc(e.id) + '</code>', esc(e.tenantId), esc(e.url), health,
           '<span class="pill ' + breakerClass[breaker] + '">' + esc(breaker) + '</span>', rate, limits, esc((a?.queued ?? 0) + (a?.running ?? 0)),
           '<span class="bad">' + esc(a?.lastError ?? r?.lastError ?? '') + '</span>', action], 'data-endpoint="' + esc(e.id) + '"');

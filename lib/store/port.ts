@@ -141,6 +141,7 @@ export interface EndpointPatch {
   readonly retry?: Endpoint['retry'];
   readonly timeoutMs?: number;
   readonly mode?: Endpoint['mode'];
+  readonly ordering?: Endpoint['ordering'];
   readonly concurrency?: number;
   /** A new limit, or `null` to lift it (the endpoint then has no `rateLimit`). */
   readonly rateLimit?: Endpoint['rateLimit'] | null;

@@ -7,7 +7,7 @@
  * hence `Number()` where that can happen.
  */
 import type { AdaptiveConcurrency, Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, TenantToken, TriageState } from '../model.ts';
-import { EndpointStatus } from '../model.ts';
+import { EndpointOrdering, EndpointStatus } from '../model.ts';
 import { COUNT_FIELDS, LATENCY_BUCKETS, type DeliveryMinute, type DeliveryMinuteIncrement } from '../status/delivery-minutes.ts';
 import type { SlotLease } from './port.ts';
 
@@ -27,6 +27,8 @@ export interface EndpointRow {
   retry: JsonColumn<Endpoint['retry']>;
   timeout_ms: number;
   mode: string;
+  /** `none` on every row written before the column existed (its default). */
+  ordering: string;
   concurrency: number;
   /** NULL: no limit (and every row written before the column existed). */
   rate_limit: JsonColumn<RateLimit> | null;
@@ -125,6 +127,7 @@ export function endpointFromRow(row: EndpointRow): Endpoint {
     retry: fromJson(row.retry),
     timeoutMs: row.timeout_ms,
     mode: row.mode as Endpoint['mode'],
+    ordering: row.ordering === EndpointOrdering.FIFO ? EndpointOrdering.FIFO : EndpointOrdering.NONE,
     concurrency: row.concurrency,
     status: row.status === EndpointStatus.ENABLED ? EndpointStatus.ENABLED : EndpointStatus.DISABLED,
     disabledReason: row.disabled_reason,

@@ -94,7 +94,7 @@ function endpoint(n: number): Endpoint {
     eventTypes: [],
     retry: { preset: 'default' },
     timeoutMs: config.delivery.timeoutMs,
-    mode: DeliveryMode.AT_LEAST_ONCE,
+    mode: DeliveryMode.AT_LEAST_ONCE, ordering: 'none',
     concurrency: config.delivery.concurrencyPerEndpoint,
     status: 'enabled',
     disabledReason: null,

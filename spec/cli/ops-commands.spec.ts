@@ -149,6 +149,23 @@ describe('herald ops commands (CLI against a running status port)', function () 
     });
   });
 
+  describe('endpoints --ordering and endpoints update', () => {
+    it('creates a FIFO endpoint, shows its ordering, switches it back; refuses an unknown ordering with the API message (1)', async () => {
+      const added = await herald(['endpoints', 'add', `${sink.url}/o`, '--tenant', 'acme', '--ordering', 'fifo', '--json']);
+      expect(ok(added).json.ordering).to.equal('fifo');
+      const id = added.json.id as string;
+      expect(ok(await herald(['endpoints', 'show', id])).stdout).to.match(/^ordering:\s+fifo$/m);
+      const updated = await herald(['endpoints', 'update', id, '--ordering', 'none']);
+      expect(ok(updated).stdout).to.match(/^ordering:\s+none$/m);
+      expect((await t.herald.getEndpoint(id))?.ordering).to.equal('none');
+      const bad = await herald(['endpoints', 'update', id, '--ordering', 'lifo']);
+      expect(bad.code).to.equal(1);
+      expect(bad.stderr).to.include('ordering: must be one of none, fifo (got "lifo")');
+      const nothing = await herald(['endpoints', 'update', id]);
+      expect(nothing.code).to.equal(2);
+    });
+  });
+
   describe('publish, deliveries and status', () => {
     it('publishes, lists the delivery log (walking pages), shows attempts and the node', async () => {
       answer = 200;

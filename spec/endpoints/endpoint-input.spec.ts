@@ -45,6 +45,19 @@ describe('endpoint input', () => {
     });
   });
 
+  describe('ordering', () => {
+    it('defaults to none, takes fifo, and refuses anything else naming the field and the values allowed', () => {
+      expect(validateNewEndpoint({ tenantId: 'acme', url: 'https://hooks.example/' }, DEFAULTS).ordering).to.equal('none');
+      expect(validateNewEndpoint({ tenantId: 'acme', url: 'https://hooks.example/', ordering: 'fifo' }, DEFAULTS).ordering).to.equal('fifo');
+      expect(validateEndpointChanges({ ordering: 'none' })).to.deep.equal({ ordering: 'none' });
+      for (const bad of ['FIFO', 'lifo', true, null]) {
+        const error = thrown(() => validateEndpointChanges({ ordering: bad }));
+        expect(error.field).to.equal('ordering');
+        expect(error.rule).to.equal(`must be one of none, fifo (got ${JSON.stringify(bad)})`);
+      }
+    });
+  });
+
   describe('validateEndpointChanges (PATCH)', () => {
     context('when the url holds CR LF', () => {
       it('refuses it with a ValidationError naming url and the rule', () => {

@@ -98,7 +98,7 @@ describe('publish (MongoDB)', () => {
       await store.init({ slotCount: 8 });
       await store.createEndpoint({
         id: 'ep_1', tenantId: 'acme', url: 'https://hooks.example.com/1', description: '', eventTypes: [], retry: { preset: 'default' },
-        timeoutMs: 1_000, mode: 'at-least-once', concurrency: 1, status: 'enabled', disabledReason: null, failingSince: null,
+        timeoutMs: 1_000, mode: 'at-least-once', ordering: 'none', concurrency: 1, status: 'enabled', disabledReason: null, failingSince: null,
         secrets: [], createdAt: clock.now(), updatedAt: clock.now(),
       });
     });

@@ -36,7 +36,7 @@ describe('publish (SQLite producer)', () => {
     const now = clock.now();
     const endpoint = (id: string, tenantId: string): Endpoint => ({
       id, tenantId, url: `https://hooks.example.com/${id}`, description: '', eventTypes: [], retry: { preset: 'default' },
-      timeoutMs: 10_000, mode: 'at-least-once', concurrency: 4, status: 'enabled', disabledReason: null,
+      timeoutMs: 10_000, mode: 'at-least-once', ordering: 'none', concurrency: 4, status: 'enabled', disabledReason: null,
       failingSince: null, secrets: [], createdAt: now, updatedAt: now,
     });
     await store.createEndpoint(endpoint('ep_acme', 'acme'));

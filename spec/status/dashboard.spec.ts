@@ -188,10 +188,11 @@ describe('Dashboard (in Chromium)', function () {
   });
 
   context('when an endpoint has a rate limit', () => {
-    it("shows each endpoint's limits: its concurrency, and its rate limit when it has one", async () => {
+    it("shows each endpoint's limits: its concurrency, its rate limit when it has one, FIFO when it is", async () => {
       f = await startStatus();
       const limited = (await f.t.herald.createEndpoint({ tenantId: 'acme', url: 'https://example.com/a', rateLimit: { perSecond: 2.5, burst: 7 } })).endpoint;
       const plain = (await f.t.herald.createEndpoint({ tenantId: 'acme', url: 'https://example.com/b', concurrency: 2 })).endpoint;
+      const fifo = (await f.t.herald.createEndpoint({ tenantId: 'acme', url: 'https://example.com/c', concurrency: 3, ordering: 'fifo' })).endpoint;
       const page = await browser!.newPage();
       try {
         await page.goto(`${f.base}/`);
@@ -201,7 +202,8 @@ describe('Dashboard (in Chromium)', function () {
         await limitedRow.waitFor();
         expect(await limitedRow.innerText()).to.include('4 at once · 2.5/s, burst 7');
         const plainRow = await page.locator(`tr[data-endpoint="${plain.id}"]`).innerText();
-        expect(plainRow).to.include('2 at once').and.not.include('/s');
+        expect(plainRow).to.include('2 at once').and.not.include('/s').and.not.include('FIFO');
+        expect(await page.locator(`tr[data-endpoint="${fifo.id}"]`).innerText()).to.include('3 at once · FIFO, one per key');
       } finally {
         await page.close();
       }

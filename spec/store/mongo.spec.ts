@@ -74,7 +74,7 @@ function nextCall(): { listener: () => void; called: () => Promise<void>; count:
 function endpoint(id: string, now: number, overrides: Partial<Endpoint> = {}): Endpoint {
   return {
     id, tenantId: 'acme', url: `https://hooks.example.com/${id}`, description: '', eventTypes: [],
-    retry: { preset: 'default' }, timeoutMs: 1_000, mode: 'at-least-once', concurrency: 1, status: 'enabled',
+    retry: { preset: 'default' }, timeoutMs: 1_000, mode: 'at-least-once', ordering: 'none', concurrency: 1, status: 'enabled',
     disabledReason: null, failingSince: null, secrets: [], createdAt: now, updatedAt: now, ...overrides,
   };
 }
@@ -157,6 +157,7 @@ describe('MongoStore (replica set)', () => {
     return {
       store,
       clock,
+      fifo: false,
       async close() {
         await store.close();
         // Emptying the collections keeps their indexes: much faster than a fresh database per test.

@@ -175,6 +175,21 @@ describe('PostgreSQL schema (a real server)', function () {
     });
   });
 
+  context('when a database from before version 12 holds endpoints (version 12: FIFO endpoints)', () => {
+    it('gives them any order (none) and indexes the open deliveries of each line', async () => {
+      const pool = await freshPool();
+      await migratePostgresSchema(pool, 'herald', POSTGRES_MIGRATIONS.filter((m) => m.version < 12));
+      await pool.query(`INSERT INTO herald.endpoints (id, tenant_id, url, description, event_types, retry, timeout_ms, mode, concurrency,
+        status, disabled_reason, failing_since, secrets, created_at, updated_at)
+        VALUES ('ep_old', 'acme', 'https://x.example', '', '[]', '{}', 1000, 'at-least-once', 1, 'enabled', NULL, NULL, '[]', 1, 1)`);
+      const result = await migratePostgresSchema(pool, 'herald', POSTGRES_MIGRATIONS.filter((m) => m.version <= 12));
+      expect(result.applied).to.deep.equal([12]);
+      expect((await pool.query(`SELECT ordering FROM herald.endpoints`)).rows).to.deep.equal([{ ordering: 'none' }]);
+      const { rows } = await pool.query(`SELECT indexdef FROM pg_indexes WHERE schemaname = 'herald' AND indexname = 'deliveries_open_line'`);
+      expect(rows[0]?.indexdef).to.include("COALESCE(ordering_key, ''::text)").and.include("status = ANY (ARRAY['pending'::text, 'in_flight'::text])");
+    });
+  });
+
   context('when several processes start at once', () => {
     it('migrates once; the others wait for it and find it done', async () => {
       const first = await freshPool();

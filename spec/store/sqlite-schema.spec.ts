@@ -143,7 +143,7 @@ describe('SQLite schema versions', () => {
   it('version 10 leaves deliveries written before it unnumbered (NULL) and seeks an endpoint\'s deliveries by sequence', () => {
     ensureSchema(db);
     db.prepare(`UPDATE meta SET value = '9' WHERE key = 'schema_version'`).run();
-    db.exec(`DROP INDEX deliveries_endpoint_sequence; DROP TABLE endpoint_sequences;
+    db.exec(`DROP INDEX deliveries_open_line; DROP INDEX deliveries_endpoint_sequence; DROP TABLE endpoint_sequences;
       ALTER TABLE deliveries DROP COLUMN sequence; ALTER TABLE deliveries DROP COLUMN ordering_key; ALTER TABLE events DROP COLUMN ordering_key`);
     db.exec(`INSERT INTO deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot, status, attempts, round, next_attempt_at,
       lease_epoch, created_at, updated_at) VALUES ('dlv_old', 'evt_old', 'ep_1', 'acme', 't', 0, 'delivered', 1, 0, 1, 0, 1, 1)`);
@@ -154,6 +154,22 @@ describe('SQLite schema versions', () => {
     expect(db.prepare(`SELECT count(*) FROM endpoint_sequences`).pluck().get()).to.equal(0);
     const plan = db.prepare(`EXPLAIN QUERY PLAN SELECT * FROM deliveries WHERE endpoint_id = 'ep_1' AND sequence > 5 ORDER BY sequence LIMIT 10`).all() as { detail: string }[];
     expect(plan.map((row) => row.detail).join('\n')).to.include('deliveries_endpoint_sequence').and.not.include('TEMP B-TREE');
+  });
+
+  it('version 11 gives endpoints written before it any order (none), and seeks the head of a line in deliveries_open_line', () => {
+    ensureSchema(db);
+    db.prepare(`UPDATE meta SET value = '10' WHERE key = 'schema_version'`).run();
+    db.exec(`DROP INDEX deliveries_open_line; ALTER TABLE endpoints DROP COLUMN ordering`);
+    db.exec(`INSERT INTO endpoints (id, tenant_id, url, description, event_types, retry, timeout_ms, mode, concurrency, status,
+      disabled_reason, failing_since, secrets, created_at, updated_at) VALUES ('ep_old', 'acme', 'https://x.example', '', '[]', '{}', 1000,
+      'at-least-once', 1, 'enabled', NULL, NULL, '[]', 1, 1)`);
+
+    db.transaction(() => migrate(db, SQLITE_MIGRATIONS.filter((m) => m.version <= 11))).immediate();
+    expect(version(db)).to.equal('11');
+    expect(db.prepare(`SELECT ordering FROM endpoints`).pluck().all()).to.deep.equal(['none']);
+    const plan = db.prepare(`EXPLAIN QUERY PLAN SELECT id FROM deliveries WHERE endpoint_id = 'ep_1' AND ordering_key IS 'k'
+      AND status IN ('pending', 'in_flight') ORDER BY sequence, created_at, id LIMIT 1`).all() as { detail: string }[];
+    expect(plan.map((row) => row.detail).join('\n')).to.include('deliveries_open_line').and.not.include('TEMP B-TREE');
   });
 
   it('refuses a file migrated by a newer Herald with HERALD_STORE naming both versions, changing nothing', () => {

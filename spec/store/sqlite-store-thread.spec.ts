@@ -37,7 +37,7 @@ describe('SqliteStoreThread', () => {
 
       const endpoint = {
         id: 'ep_1', tenantId: 'acme', url: 'https://hooks.example.com/a', description: '', eventTypes: [],
-        retry: { preset: 'default' as const }, timeoutMs: 1_000, mode: 'at-least-once' as const, concurrency: 1,
+        retry: { preset: 'default' as const }, timeoutMs: 1_000, mode: 'at-least-once' as const, ordering: 'none' as const, concurrency: 1,
         status: 'enabled' as const, disabledReason: null, failingSince: null, secrets: [], createdAt: now, updatedAt: now,
       };
       await store.createEndpoint(endpoint);

@@ -196,7 +196,7 @@ describe('SqliteStore', () => {
         const now = clock.now();
         const endpoint = (id: string, status: Endpoint['status'] = 'enabled'): Endpoint => ({
           id, tenantId: 'acme', url: `https://hooks.example.com/${id}`, description: '', eventTypes: [],
-          retry: { preset: 'default' }, timeoutMs: 1_000, mode: 'at-least-once', concurrency: 1, status,
+          retry: { preset: 'default' }, timeoutMs: 1_000, mode: 'at-least-once', ordering: 'none', concurrency: 1, status,
           disabledReason: status === 'enabled' ? null : 'operator', failingSince: null, secrets: [], createdAt: now, updatedAt: now,
         });
         for (const id of ['ep_big', 'ep_small', 'ep_orphan', 'ep_skipped']) await store.createEndpoint(endpoint(id));
@@ -241,6 +241,69 @@ describe('SqliteStore', () => {
     });
   });
 
+  describe('FIFO lines in SQLite', () => {
+    const now = 1_767_225_600_000;
+    const fifoEndpoint = (id: string): Endpoint => ({
+      id, tenantId: 'acme', url: `https://hooks.example.com/${id}`, description: '', eventTypes: [],
+      retry: { preset: 'default' }, timeoutMs: 1_000, mode: 'at-least-once', ordering: 'fifo', concurrency: 8, status: 'enabled',
+      disabledReason: null, failingSince: null, secrets: [], createdAt: now, updatedAt: now,
+    });
+    async function seeded(store: SqliteStore, endpointId: string, count: number, orderingKey: string | null, dueAt: (i: number) => number, from = 0) {
+      const ids: string[] = [];
+      const events = Array.from({ length: count }, (_, i) => ({
+        id: `evt_${orderingKey ?? 'none'}_${from + i}`, tenantId: 'acme', type: 't', payload: '{}', createdAt: now + from + i, endpointId: null, orderingKey,
+      }));
+      await store.appendEvents(events);
+      await store.recordFanOuts(events.map((event, i) => {
+        const id = deliveryIdFor(event.id, endpointId, event.createdAt);
+        ids.push(id);
+        return { eventId: event.id, deliveries: [{ id, eventId: event.id, endpointId, tenantId: 'acme', eventType: 't',
+          slot: slotOf(endpointId, 4), nextAttemptAt: dueAt(i), createdAt: event.createdAt, orderingKey }] };
+      }), now);
+      return ids;
+    }
+
+    context('when more than a thousand deliveries of one line are due (the claim by endpoint)', () => {
+      it('still finds the head of another line behind them, and only the heads', async () => {
+        clock = new ManualClock(now);
+        const store = openStore();
+        await store.init({ slotCount: 4 });
+        await store.createEndpoint(fifoEndpoint('ep_fifo'));
+        const long = await seeded(store, 'ep_fifo', 1_100, 'k', (i) => now - 3_600_000 + i);
+        const [other] = await seeded(store, 'ep_fifo', 1, 'j', () => now, 1_100);
+        await store.acquireLeases({ owner: 'a', slots: [0, 1, 2, 3], now, leaseMs: 60_000 });
+        const jobs = await store.claimDue({ owner: 'a', now, limit: 20, perEndpointLimit: 5, skipEndpointIds: [] });
+        expect(jobs.map((j) => j.delivery.id)).to.deep.equal([long[0], other]);
+      });
+    });
+
+    context('when a line holds deliveries from before sequence numbers (NULL)', () => {
+      it('puts them first, oldest created first, then the numbered ones', async () => {
+        clock = new ManualClock(now);
+        const path = join(dir, 'herald.db');
+        const store = openStore(path);
+        await store.init({ slotCount: 4 });
+        await store.createEndpoint(fifoEndpoint('ep_fifo'));
+        const [numbered, older, old] = await seeded(store, 'ep_fifo', 3, 'k', () => now);
+        // As the migration left them: no number; `older` was created before `old`.
+        const raw = new Database(path);
+        opened.push(raw);
+        raw.prepare(`UPDATE deliveries SET sequence = NULL WHERE id IN (?, ?)`).run(older, old);
+        raw.prepare(`UPDATE deliveries SET created_at = created_at - 10 WHERE id = ?`).run(older);
+        await store.acquireLeases({ owner: 'a', slots: [0, 1, 2, 3], now, leaseMs: 60_000 });
+        const order: string[] = [];
+        for (let i = 0; i < 3; i++) {
+          const [job] = await store.claimDue({ owner: 'a', now, limit: 10, perEndpointLimit: 10, skipEndpointIds: [] });
+          expect(job, `claim ${i + 1}`).to.not.equal(undefined);
+          order.push(job!.delivery.id);
+          await store.settle([{ kind: 'delivered', deliveryId: job!.delivery.id, epoch: job!.delivery.leaseEpoch,
+            attempt: { number: 1, startedAt: now, durationMs: 1, outcome: { kind: 'response', status: 200, location: null, retryAfter: null, body: '' }, error: null } }], now);
+        }
+        expect(order).to.deep.equal([older, old, numbered]);
+      });
+    });
+  });
+
   describe('dead letters across rounds', () => {
     context('when a replayed delivery dies again', () => {
       it('gives each dead letter the attempts of the round that died', async () => {
@@ -249,7 +312,7 @@ describe('SqliteStore', () => {
         const now = clock.now();
         const endpoint: Endpoint = {
           id: 'ep_1', tenantId: 'acme', url: 'https://hooks.example.com/1', description: '', eventTypes: [],
-          retry: { preset: 'default' }, timeoutMs: 1_000, mode: 'at-most-once', concurrency: 1, status: 'enabled',
+          retry: { preset: 'default' }, timeoutMs: 1_000, mode: 'at-most-once', ordering: 'none', concurrency: 1, status: 'enabled',
           disabledReason: null, failingSince: null, secrets: [], createdAt: now, updatedAt: now,
         };
         await store.createEndpoint(endpoint);

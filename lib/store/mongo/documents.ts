@@ -5,7 +5,7 @@
  */
 import { ObjectId } from 'mongodb';
 import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Triage } from '../../model.ts';
-import { EndpointStatus } from '../../model.ts';
+import { EndpointOrdering, EndpointStatus } from '../../model.ts';
 import type { AttemptRecord, NewDelivery, NodeRecord, SlotLease } from '../port.ts';
 import { legacyTriage, type AttemptDoc, type DeadLetterDoc, type DeliveryDoc, type EndpointDoc, type EventDoc, type LeaseDoc, type NodeDoc } from './schema.ts';
 
@@ -19,6 +19,7 @@ export function endpointToDoc(endpoint: Endpoint): EndpointDoc {
     retry: structuredClone(endpoint.retry),
     timeoutMs: endpoint.timeoutMs,
     mode: endpoint.mode,
+    ordering: endpoint.ordering,
     concurrency: endpoint.concurrency,
     rateLimit: endpoint.rateLimit === undefined ? null : { perSecond: endpoint.rateLimit.perSecond, burst: endpoint.rateLimit.burst },
     adaptiveConcurrency:
@@ -44,6 +45,7 @@ export function endpointFromDoc(doc: EndpointDoc): Endpoint {
     retry: structuredClone(doc.retry),
     timeoutMs: doc.timeoutMs,
     mode: doc.mode === 'at-most-once' ? 'at-most-once' : 'at-least-once',
+    ordering: doc.ordering === EndpointOrdering.FIFO ? EndpointOrdering.FIFO : EndpointOrdering.NONE,
     concurrency: doc.concurrency,
     status: doc.status === EndpointStatus.ENABLED ? EndpointStatus.ENABLED : EndpointStatus.DISABLED,
     disabledReason: doc.disabledReason ?? null,

@@ -334,6 +334,7 @@ export function endpointPatchUpdate(patch: EndpointPatch, now: number): UpdateFi
   if (patch.retry !== undefined) set.retry = structuredClone(patch.retry);
   if (patch.timeoutMs !== undefined) set.timeoutMs = patch.timeoutMs;
   if (patch.mode !== undefined) set.mode = patch.mode;
+  if (patch.ordering !== undefined) set.ordering = patch.ordering;
   if (patch.concurrency !== undefined) set.concurrency = patch.concurrency;
   if (patch.rateLimit !== undefined) {
     set.rateLimit = patch.rateLimit === null ? null : { perSecond: patch.rateLimit.perSecond, burst: patch.rateLimit.burst };

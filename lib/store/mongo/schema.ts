@@ -68,6 +68,8 @@ export interface EndpointDoc {
   retry: RetrySpec;
   timeoutMs: number;
   mode: string;
+  /** `none` or `fifo`; missing in documents written before orderings existed (read as `none`, so no migration). */
+  ordering?: string;
   concurrency: number;
   /** `null`: no limit; missing in documents written before rate limits existed (read as no limit too). */
   rateLimit?: { perSecond: number; burst: number } | null;

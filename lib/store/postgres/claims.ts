@@ -52,21 +52,34 @@ export class ClaimQueries {
     this.#countDue = named(s, 'claim_count_due', `SELECT count(*) AS n FROM
       (SELECT 1 FROM ${s}.deliveries WHERE status = 'pending' AND next_attempt_at <= $1 LIMIT $2) due`);
 
+    /*
+     * FIFO endpoints: a delivery is taken only as the head of its line (endpoint, ordering key), the
+     * earliest open delivery in `deliveries_open_line`'s order; one seek, and only for a FIFO
+     * endpoint (`ordering = 'none'` is tested first). A line's only head: never two of one line in
+     * a claim, none while its head is in flight or waits for a retry. Snapshot-safe: a delivery
+     * numbered before another committed before it (the endpoint's counter lock orders them), so a
+     * snapshot that sees a delivery sees every earlier one of its line.
+     */
+    const isLineHead = (d: string): string => `${d}.id = (SELECT h.id FROM ${s}.deliveries h
+      WHERE h.endpoint_id = ${d}.endpoint_id AND COALESCE(h.ordering_key, '') = COALESCE(${d}.ordering_key, '')
+        AND h.status IN ('pending', 'in_flight')
+      ORDER BY h.sequence NULLS FIRST, h.created_at, h.id LIMIT 1)`;
     // $1 owner, $2 now, $3 endpoints to skip, $4 the one endpoint (or null), $5 per endpoint, $6 limit
-    const filters = (endpointId: string): string => `
+    const filters = (endpointId: string, d: string): string => `
       AND NOT (${endpointId} = ANY($3::text[]))
       AND ($4::text IS NULL OR ${endpointId} = $4::text)
-      AND EXISTS (SELECT 1 FROM ${s}.endpoints e WHERE e.id = ${endpointId} AND e.status = 'enabled')`;
+      AND EXISTS (SELECT 1 FROM ${s}.endpoints e WHERE e.id = ${endpointId} AND e.status = 'enabled'
+        AND (e.ordering = 'none' OR ${isLineHead(d)}))`;
     // `slot = ANY(owned slots)` as well as the join: the planner cannot know how many slots the
     // owner holds (it guessed 4 of 256), and without it joined every due row of every owner.
     const ownedSlots = `d.slot = ANY(ARRAY(SELECT slot FROM owned))`;
     const orphans = `SELECT d.id, d.endpoint_id, d.next_attempt_at, o.epoch
       FROM owned o JOIN ${s}.deliveries d ON d.slot = o.slot
-      WHERE d.status = 'in_flight' AND ${ownedSlots} AND d.lease_epoch < o.epoch ${filters('d.endpoint_id')}`;
+      WHERE d.status = 'in_flight' AND ${ownedSlots} AND d.lease_epoch < o.epoch ${filters('d.endpoint_id', 'd')}`;
     const byScan = `candidates AS (
         SELECT d.id, d.endpoint_id, d.next_attempt_at, o.epoch
         FROM owned o JOIN ${s}.deliveries d ON d.slot = o.slot
-        WHERE d.status = 'pending' AND ${ownedSlots} AND d.next_attempt_at <= $2 ${filters('d.endpoint_id')}
+        WHERE d.status = 'pending' AND ${ownedSlots} AND d.next_attempt_at <= $2 ${filters('d.endpoint_id', 'd')}
         UNION ALL
         ${orphans}
       )`;
@@ -81,11 +94,13 @@ export class ClaimQueries {
       candidates AS (
         SELECT d.id, d.endpoint_id, d.next_attempt_at, b.epoch
         FROM busy b CROSS JOIN LATERAL (
-          SELECT id, endpoint_id, next_attempt_at FROM ${s}.deliveries
+          SELECT id, endpoint_id, next_attempt_at, ordering_key FROM ${s}.deliveries p
           WHERE status = 'pending' AND slot = b.slot AND endpoint_id = b.endpoint_id AND next_attempt_at <= $2
+            -- Here too: a FIFO endpoint's first due rows may all wait behind their lines' heads.
+            AND (NOT EXISTS (SELECT 1 FROM ${s}.endpoints f WHERE f.id = b.endpoint_id AND f.ordering = 'fifo') OR ${isLineHead('p')})
           ORDER BY next_attempt_at, id LIMIT $5
         ) d
-        WHERE b.endpoint_id IS NOT NULL ${filters('b.endpoint_id')}
+        WHERE b.endpoint_id IS NOT NULL ${filters('b.endpoint_id', 'd')}
         UNION ALL
         ${orphans}
       )`;
@@ -112,14 +127,15 @@ export class ClaimQueries {
     this.#forEndpoints = named(s, 'claim_for_endpoints', `
       WITH wanted AS (SELECT * FROM unnest($1::text[], $2::int[], $3::int[]) AS w(endpoint_id, slot, lim)),
       ready AS (
-        SELECT w.endpoint_id, w.slot, w.lim, l.epoch FROM wanted w
+        SELECT w.endpoint_id, w.slot, w.lim, l.epoch, e.ordering = 'fifo' AS fifo FROM wanted w
         JOIN ${s}.leases l ON l.slot = w.slot AND l.owner = $4 AND l.until > $5
-        WHERE EXISTS (SELECT 1 FROM ${s}.endpoints e WHERE e.id = w.endpoint_id AND e.status = 'enabled')
+        JOIN ${s}.endpoints e ON e.id = w.endpoint_id AND e.status = 'enabled'
       ),
       locked AS (
         SELECT d.id, r.epoch FROM ready r CROSS JOIN LATERAL (
-          SELECT id FROM ${s}.deliveries
+          SELECT id FROM ${s}.deliveries p
           WHERE status = 'pending' AND slot = r.slot AND endpoint_id = r.endpoint_id AND next_attempt_at <= $5
+            AND (NOT r.fifo OR ${isLineHead('p')})
           ORDER BY next_attempt_at, id LIMIT r.lim
           FOR UPDATE SKIP LOCKED
         ) d

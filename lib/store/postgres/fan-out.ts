@@ -55,7 +55,9 @@ export class FanOutQueries {
      * deliveries, so a race writes nothing twice; rows are locked in id order, so two batches
      * that overlap cannot deadlock. A delivery named for claiming whose slot the owner holds
      * goes in in flight at the slot's epoch; the others go in pending, and when some did, the
-     * other processes are told (they may own those slots).
+     * other processes are told (they may own those slots). A FIFO endpoint's deliveries always go
+     * in pending: whether one is the head of its line depends on deliveries another node may be
+     * numbering in this instant, invisible to this statement's snapshot; the claim decides it.
      * Each delivery inserted takes the next number of its endpoint: one upsert per endpoint of the
      * batch adds how many it gets to `endpoint_sequences`, and they are numbered from there in the
      * order given. A delivery whose id exists is left out first, so it takes no number. The
@@ -86,6 +88,7 @@ export class FanOutQueries {
           WITH ORDINALITY AS p(id, event_id, endpoint_id, tenant_id, event_type, slot, next_attempt_at, created_at, claim,
             ordering_key, n)
         LEFT JOIN ${s}.leases l ON p.claim AND l.slot = p.slot AND l.owner = $3 AND l.until > $2
+          AND NOT EXISTS (SELECT 1 FROM ${s}.endpoints f WHERE f.id = p.endpoint_id AND f.ordering = 'fifo')
         WHERE p.event_id IN (SELECT id FROM marked)
           AND NOT EXISTS (SELECT 1 FROM ${s}.deliveries d WHERE d.id = p.id)
       ),

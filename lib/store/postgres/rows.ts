@@ -35,5 +35,6 @@ export function endpointValues(endpoint: Endpoint): unknown[] {
     endpoint.updatedAt,
     endpoint.rateLimit === undefined ? null : JSON.stringify(endpoint.rateLimit),
     endpoint.adaptiveConcurrency === undefined ? null : JSON.stringify(endpoint.adaptiveConcurrency),
+    endpoint.ordering,
   ];
 }

@@ -315,6 +315,19 @@ CREATE TABLE ${s}.endpoint_sequences (
 CREATE UNIQUE INDEX deliveries_endpoint_sequence ON ${s}.deliveries (endpoint_id, sequence);
 `,
   },
+  {
+    version: 12,
+    what: "FIFO endpoints: an endpoint's ordering and the open deliveries of each line",
+    // Every endpoint written before this version keeps any order ('none'). The index holds only the
+    // open deliveries, each line's in its order, so the head of a line (NULL sequences first, older
+    // than numbering, by creation) is one seek. A line is keyed by COALESCE(ordering_key, ''): an
+    // ordering key is never empty, and an equality is a seek where IS NOT DISTINCT FROM is not.
+    sql: (s) => `
+ALTER TABLE ${s}.endpoints ADD COLUMN ordering text NOT NULL DEFAULT 'none';
+CREATE INDEX deliveries_open_line ON ${s}.deliveries (endpoint_id, (COALESCE(ordering_key, '')), sequence NULLS FIRST, created_at, id)
+  WHERE status IN ('pending', 'in_flight');
+`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

@@ -5,7 +5,7 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { slotOf } from '../../ids.ts';
-import type { DeliveryJob } from '../../model.ts';
+import { EndpointOrdering, type DeliveryJob } from '../../model.ts';
 import type { ClaimRequest, EndpointClaimRequest } from '../port.ts';
 import type { LeaseStatements } from './leases.ts';
 import { deliveryFromRow, eventFromRow, type DeliveryRow, type EventRow } from '../sql-rows.ts';
@@ -30,21 +30,34 @@ import type { Statement } from './sql.ts';
  */
 const CLAIM_SCAN_MAX = 1_000;
 
+/*
+ * FIFO endpoints: a delivery is taken only when it is the head of its line (endpoint, ordering
+ * key), the earliest of the line's open deliveries in `deliveries_open_line`'s order (sequence,
+ * NULLs first, then creation). One seek of that index per delivery considered, and only for a
+ * FIFO endpoint: the `ordering = 'none'` test comes first and settles it for the others. Only
+ * one delivery of a line is its head, so a claim never takes two of one line, and none while
+ * the head is in flight (or pending, not yet due: a failing head holds its line).
+ */
+const isLineHead = (d: string): string => `${d}.id = (SELECT h.id FROM deliveries h
+  WHERE h.endpoint_id = ${d}.endpoint_id AND h.ordering_key IS ${d}.ordering_key AND h.status IN ('pending', 'in_flight')
+  ORDER BY h.sequence, h.created_at, h.id LIMIT 1)`;
+
 // Correlated EXISTS rather than `IN (SELECT … FROM endpoints)`: given an IN list, the planner
 // may drive the claim from every delivery of every enabled endpoint, delivered ones included.
-const claimFilters = (endpointId: string): string => `
+const claimFilters = (endpointId: string, d: string): string => `
   AND ${endpointId} NOT IN (SELECT value FROM json_each(@skip))
   AND (@endpointId IS NULL OR ${endpointId} = @endpointId)
-  AND EXISTS (SELECT 1 FROM endpoints e WHERE e.id = ${endpointId} AND e.status = 'enabled')`;
+  AND EXISTS (SELECT 1 FROM endpoints e WHERE e.id = ${endpointId} AND e.status = 'enabled'
+    AND (e.ordering = 'none' OR ${isLineHead(d)}))`;
 
 const ORPHANS = `SELECT d.id, d.endpoint_id, d.next_attempt_at, owned.epoch
   FROM deliveries d JOIN owned ON owned.slot = d.slot
-  WHERE d.status = 'in_flight' AND d.lease_epoch < owned.epoch ${claimFilters('d.endpoint_id')}`;
+  WHERE d.status = 'in_flight' AND d.lease_epoch < owned.epoch ${claimFilters('d.endpoint_id', 'd')}`;
 
 const CLAIM_BY_SCAN = `candidates AS (
   SELECT d.id, d.endpoint_id, d.next_attempt_at, owned.epoch
   FROM deliveries d JOIN owned ON owned.slot = d.slot
-  WHERE d.status = 'pending' AND d.next_attempt_at <= @now ${claimFilters('d.endpoint_id')}
+  WHERE d.status = 'pending' AND d.next_attempt_at <= @now ${claimFilters('d.endpoint_id', 'd')}
   UNION ALL
   ${ORPHANS}
 )`;
@@ -60,10 +73,13 @@ const CLAIM_BY_ENDPOINT = `busy (slot, epoch, endpoint_id) AS (
 candidates AS (
   SELECT d.id, d.endpoint_id, d.next_attempt_at, busy.epoch
   FROM busy JOIN deliveries d ON d.id IN (
-    SELECT id FROM deliveries
+    SELECT id FROM deliveries p
     WHERE status = 'pending' AND slot = busy.slot AND endpoint_id = busy.endpoint_id AND next_attempt_at <= @now
+      -- Here too, not only in the filters: a FIFO endpoint's first due rows may all wait behind
+      -- their lines' heads, and would hide the heads of other lines behind them.
+      AND (NOT EXISTS (SELECT 1 FROM endpoints f WHERE f.id = busy.endpoint_id AND f.ordering = 'fifo') OR ${isLineHead('p')})
     ORDER BY next_attempt_at, id LIMIT @perEndpoint)
-  WHERE busy.endpoint_id IS NOT NULL ${claimFilters('busy.endpoint_id')}
+  WHERE busy.endpoint_id IS NOT NULL ${claimFilters('busy.endpoint_id', 'd')}
   UNION ALL
   ${ORPHANS}
 )`;
@@ -73,6 +89,11 @@ candidates AS (
 // endpoint's backlog. Positional parameters (cheaper to bind): it runs once per endpoint per refill.
 const ENDPOINT_DUE = `SELECT id FROM deliveries
   WHERE status = 'pending' AND slot = ? AND endpoint_id = ? AND next_attempt_at <= ?
+  ORDER BY next_attempt_at, rowid LIMIT ?`;
+// The same for a FIFO endpoint: only the heads of its lines (see `isLineHead`); it walks past the
+// due rows waiting behind their heads, so its cost grows with those.
+const FIFO_ENDPOINT_DUE = `SELECT id FROM deliveries d
+  WHERE status = 'pending' AND slot = ? AND endpoint_id = ? AND next_attempt_at <= ? AND ${isLineHead('d')}
   ORDER BY next_attempt_at, rowid LIMIT ?`;
 
 function claimSql(candidates: string): string {
@@ -101,7 +122,8 @@ export class ClaimStatements {
   readonly #byScan: Statement<DeliveryRow>;
   readonly #byEndpoint: Statement<DeliveryRow>;
   readonly #endpointDue: Statement<string>;
-  readonly #endpointEnabled: Statement<number>;
+  readonly #fifoEndpointDue: Statement<string>;
+  readonly #enabledOrdering: Statement<string>;
   readonly #claimById: Statement<DeliveryRow>;
   readonly #eventsByIds: Statement<EventRow>;
   readonly #cancelOrphan: Statement;
@@ -113,7 +135,8 @@ export class ClaimStatements {
     this.#byScan = db.prepare<unknown[], DeliveryRow>(claimSql(CLAIM_BY_SCAN));
     this.#byEndpoint = db.prepare<unknown[], DeliveryRow>(claimSql(CLAIM_BY_ENDPOINT));
     this.#endpointDue = db.prepare<unknown[], string>(ENDPOINT_DUE).pluck();
-    this.#endpointEnabled = db.prepare<unknown[], number>(`SELECT 1 FROM endpoints WHERE id = ? AND status = 'enabled'`).pluck();
+    this.#fifoEndpointDue = db.prepare<unknown[], string>(FIFO_ENDPOINT_DUE).pluck();
+    this.#enabledOrdering = db.prepare<unknown[], string>(`SELECT ordering FROM endpoints WHERE id = ? AND status = 'enabled'`).pluck();
     this.#claimById = db.prepare<unknown[], DeliveryRow>(`UPDATE deliveries SET status = 'in_flight', updated_at = ?, lease_epoch = ?
       WHERE id = ? RETURNING ${DELIVERY_COLUMNS}`);
     this.#eventsByIds = db.prepare<unknown[], EventRow>(`SELECT * FROM events WHERE id IN (SELECT value FROM json_each(?))`);
@@ -143,8 +166,11 @@ export class ClaimStatements {
     for (const { endpointId, limit } of wanted) {
       const slot = slotOf(endpointId, slotCount);
       const epoch = this.#leases.ownedEpoch(slot, owner, now);
-      if (epoch === undefined || this.#endpointEnabled.get(endpointId) === undefined) continue;
-      for (const id of this.#endpointDue.all(slot, endpointId, now, Math.floor(limit))) {
+      if (epoch === undefined) continue;
+      const ordering = this.#enabledOrdering.get(endpointId);
+      if (ordering === undefined) continue;
+      const due = ordering === EndpointOrdering.FIFO ? this.#fifoEndpointDue : this.#endpointDue;
+      for (const id of due.all(slot, endpointId, now, Math.floor(limit))) {
         const row = this.#claimById.get(now, epoch, id);
         if (row !== undefined) rows.push(row);
       }

@@ -23,6 +23,8 @@ export class FanOutStatements {
   readonly #markFannedOut: Statement;
   readonly #insertDelivery: Statement<DeliveryRow>;
   readonly #lastSequence: Statement<number>;
+  readonly #isFifo: Statement<number>;
+  readonly #lineOpen: Statement<number>;
   readonly #saveSequence: Statement;
 
   constructor(db: BetterSqlite3.Database, leases: LeaseStatements) {
@@ -60,6 +62,10 @@ export class FanOutStatements {
         @sequence, @orderingKey)
       ON CONFLICT (id) DO NOTHING
       RETURNING ${DELIVERY_COLUMNS}`);
+    this.#isFifo = db.prepare<unknown[], number>(`SELECT 1 FROM endpoints WHERE id = ? AND ordering = 'fifo'`).pluck();
+    // Through deliveries_open_line: a new delivery is last in its line, so it is the head only of an empty one.
+    this.#lineOpen = db.prepare<unknown[], number>(`SELECT 1 FROM deliveries
+      WHERE endpoint_id = ? AND ordering_key IS ? AND status IN ('pending', 'in_flight') LIMIT 1`).pluck();
     this.#lastSequence = db.prepare<unknown[], number>(`SELECT last_sequence FROM endpoint_sequences WHERE endpoint_id = ?`).pluck();
     this.#saveSequence = db.prepare(`INSERT INTO endpoint_sequences (endpoint_id, last_sequence) VALUES (@endpointId, @last)
       ON CONFLICT (endpoint_id) DO UPDATE SET last_sequence = excluded.last_sequence`);
@@ -113,10 +119,20 @@ export class FanOutStatements {
       if (!epochs.has(slot)) epochs.set(slot, this.#leases.ownedEpoch(slot, owner, now));
       return epochs.get(slot);
     };
+    const fifo = new Map<string, boolean>();
+    // On a FIFO endpoint a delivery goes in flight only as the head of its line (see claims.ts).
+    const mayGoInFlight = (d: FanOut['deliveries'][number]): boolean => {
+      let isFifo = fifo.get(d.endpointId);
+      if (isFifo === undefined) {
+        isFifo = this.#isFifo.get(d.endpointId) !== undefined;
+        fifo.set(d.endpointId, isFifo);
+      }
+      return !isFifo || this.#lineOpen.get(d.endpointId, d.orderingKey) === undefined;
+    };
     for (const { eventId, deliveries } of fanOuts) {
       if (this.#markFannedOut.run({ id: eventId, now }).changes === 0) throw new NotFoundError('event', eventId);
       for (const d of deliveries) {
-        const epoch = claim?.deliveryIds.has(d.id) === true ? epochOf(d.slot, claim.owner) : undefined;
+        const epoch = claim?.deliveryIds.has(d.id) === true && mayGoInFlight(d) ? epochOf(d.slot, claim.owner) : undefined;
         const counter = sequenceOf(d.endpointId);
         const row = this.#insertDelivery.get({
           id: d.id,

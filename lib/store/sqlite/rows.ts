@@ -22,6 +22,7 @@ export function endpointToRow(endpoint: Endpoint): EndpointRow {
     retry: JSON.stringify(endpoint.retry),
     timeout_ms: endpoint.timeoutMs,
     mode: endpoint.mode,
+    ordering: endpoint.ordering,
     concurrency: endpoint.concurrency,
     rate_limit: endpoint.rateLimit === undefined ? null : JSON.stringify(endpoint.rateLimit),
     adaptive_concurrency: endpoint.adaptiveConcurrency === undefined ? null : JSON.stringify(endpoint.adaptiveConcurrency),

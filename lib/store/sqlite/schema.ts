@@ -163,6 +163,19 @@ CREATE TABLE endpoint_sequences (
 CREATE UNIQUE INDEX deliveries_endpoint_sequence ON deliveries (endpoint_id, sequence);
 `,
   },
+  {
+    version: 11,
+    what: "FIFO endpoints: an endpoint's ordering and the open deliveries of each line",
+    // Every endpoint written before this version keeps any order ('none'). The index holds only the
+    // open deliveries (pending, in flight), each line's in its order, so the head of a line (the
+    // earliest open delivery: NULL sequences first, older than numbering, by creation) is one seek,
+    // whatever the line's history; a FIFO claim asks it for each delivery it would take.
+    sql: `
+ALTER TABLE endpoints ADD COLUMN ordering TEXT NOT NULL DEFAULT 'none';
+CREATE INDEX deliveries_open_line ON deliveries (endpoint_id, ordering_key, sequence, created_at, id)
+  WHERE status IN ('pending', 'in_flight');
+`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */

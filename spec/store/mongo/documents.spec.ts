@@ -23,7 +23,7 @@ describe('MongoDB documents', () => {
   it('maps an endpoint to a document and back exactly, nulls and nested values included', () => {
     const endpoint: Endpoint = {
       id: 'ep_1', tenantId: 'acme', url: 'https://x.example/h', description: 'd', eventTypes: ['invoice.*'],
-      retry: { schedule: ['PT1M'] }, timeoutMs: 5_000, mode: 'at-most-once', concurrency: 2, status: 'disabled',
+      retry: { schedule: ['PT1M'] }, timeoutMs: 5_000, mode: 'at-most-once', ordering: 'none', concurrency: 2, status: 'disabled',
       disabledReason: 'operator', failingSince: null,
       secrets: [{ secret: 'whsec_a', createdAt: NOW, expiresAt: null }, { secret: 'whsec_b', createdAt: NOW - 1, expiresAt: NOW + 1 }],
       createdAt: NOW, updatedAt: NOW + 5,
@@ -38,7 +38,7 @@ describe('MongoDB documents', () => {
   it("maps an endpoint's rate limit both ways: a value, null when it has none, and none when a document predates it", () => {
     const endpoint: Endpoint = {
       id: 'ep_1', tenantId: 'acme', url: 'https://x.example/h', description: '', eventTypes: [], retry: { preset: 'default' },
-      timeoutMs: 10_000, mode: 'at-least-once', concurrency: 4, rateLimit: { perSecond: 0.5, burst: 2 }, status: 'enabled',
+      timeoutMs: 10_000, mode: 'at-least-once', ordering: 'none', concurrency: 4, rateLimit: { perSecond: 0.5, burst: 2 }, status: 'enabled',
       disabledReason: null, failingSince: null, secrets: [], createdAt: NOW, updatedAt: NOW,
     };
     expect(endpointToDoc(endpoint).rateLimit).to.deep.equal({ perSecond: 0.5, burst: 2 });
@@ -53,7 +53,7 @@ describe('MongoDB documents', () => {
   it("maps an endpoint's adaptive concurrency both ways: a value, null when fixed, and fixed when a document predates it", () => {
     const endpoint: Endpoint = {
       id: 'ep_1', tenantId: 'acme', url: 'https://x.example/h', description: '', eventTypes: [], retry: { preset: 'default' },
-      timeoutMs: 10_000, mode: 'at-least-once', concurrency: 64, adaptiveConcurrency: { initial: 2, targetLatencyMs: 750 }, status: 'enabled',
+      timeoutMs: 10_000, mode: 'at-least-once', ordering: 'none', concurrency: 64, adaptiveConcurrency: { initial: 2, targetLatencyMs: 750 }, status: 'enabled',
       disabledReason: null, failingSince: null, secrets: [], createdAt: NOW, updatedAt: NOW,
     };
     expect(endpointToDoc(endpoint).adaptiveConcurrency).to.deep.equal({ initial: 2, targetLatencyMs: 750 });
