@@ -4,7 +4,7 @@
  * running work in one transaction (so every transaction is opened alike).
  */
 import type { ClientSession, Collection } from 'mongodb';
-import type { AttemptDoc, DeadLetterDoc, DeliveryDoc, DeliveryMinuteDoc, EndpointDoc, EventDoc, LeaseDoc, MetaDoc, NodeDoc, TenantTokenDoc } from './schema.ts';
+import type { AttemptDoc, DeadLetterDoc, DeliveryDoc, DeliveryMinuteDoc, EndpointDoc, EventDoc, LeaseDoc, MetaDoc, NodeDoc, ReplayJobDoc, TenantTokenDoc } from './schema.ts';
 
 /** Runs `fn` in a transaction (retried by the driver on transient errors); `fn` must pass the session on. */
 export type InTransaction = <T>(fn: (session: ClientSession) => Promise<T>) => Promise<T>;
@@ -21,6 +21,7 @@ export interface StoreDb {
   readonly nodes: Collection<NodeDoc>;
   readonly tenantTokens: Collection<TenantTokenDoc>;
   readonly deliveryMinutes: Collection<DeliveryMinuteDoc>;
+  readonly replayJobs: Collection<ReplayJobDoc>;
   readonly transaction: InTransaction;
   /** This store's mark on the events and deliveries it inserts: its change feed does not signal them back. */
   readonly origin: string;

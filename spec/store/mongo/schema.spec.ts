@@ -66,8 +66,8 @@ describe('MongoDB schema', () => {
     expect(await migrateDeadLetterTriage(db), 'run again: nothing left').to.equal(0);
   });
 
-  it('is at version 7: dead letters carry their triage (2), failures their kind (3), tenant tokens (4) and delivery minutes (5) have a collection, waiting events an index by tenant (7)', () => {
-    expect(SCHEMA_VERSION).to.equal(7);
+  it('is at version 10: dead letters carry their triage (2), failures their kind (3), tenant tokens (4) and delivery minutes (5) have a collection, waiting events an index by tenant (7), replay jobs a collection (10)', () => {
+    expect(SCHEMA_VERSION).to.equal(10);
   });
 
   it('gives version 3 to retrying deliveries without a failure kind (unknown, since their last update) and to every dead letter, in batches', async () => {
