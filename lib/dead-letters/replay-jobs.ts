@@ -68,10 +68,18 @@ export interface ReplayJobsOptions {
    * @default 30 000
    */
   readonly leaseMs?: number;
+  /**
+   * The least time between two looks a settle asks for: settles come by the thousand per
+   * second, and a look costs the store two writes, so they are gathered into one look per gap.
+   * @default 25
+   */
+  readonly lookGapMs?: number;
 }
 
 const SECOND = 1_000;
-const DEFAULTS = Object.freeze({ pollMs: SECOND, leaseMs: 30 * SECOND, chunkSize: 100 }) satisfies Required<ReplayJobsOptions & ReplayJobOptions>;
+const DEFAULTS = Object.freeze({ pollMs: SECOND, leaseMs: 30 * SECOND, lookGapMs: 25, chunkSize: 100 }) satisfies Required<
+  ReplayJobsOptions & ReplayJobOptions
+>;
 const MAX_CHUNK = 1000;
 /** An endpoint gets replays while fewer than this many times its concurrency limit are live. */
 export const PACE_FACTOR = 2;
@@ -123,10 +131,14 @@ export class ReplayJobs {
   readonly #deps: ReplayJobsDeps;
   readonly #pollMs: number;
   readonly #leaseMs: number;
+  readonly #lookGapMs: number;
   readonly #held = new Map<string, HeldJob>();
   /** Fixed concurrency of endpoints without an actor on this node, read once. */
   readonly #fixedLimits = new Map<string, number>();
   #timer: TimerHandle | undefined;
+  /** A look asked for by a settle, waiting for the gap since the last one to pass. */
+  #gapTimer: TimerHandle | undefined;
+  #lastLookAt = Number.NEGATIVE_INFINITY;
   /** The looks (or lease round) running now; one at a time. */
   #running: Promise<void> | undefined;
   /** Something changed during the looks: look again once they end. */
@@ -137,6 +149,9 @@ export class ReplayJobs {
     this.#deps = deps;
     this.#pollMs = positiveInteger('pollMs', options.pollMs ?? DEFAULTS.pollMs);
     this.#leaseMs = positiveInteger('leaseMs', options.leaseMs ?? DEFAULTS.leaseMs);
+    const lookGapMs = options.lookGapMs ?? DEFAULTS.lookGapMs;
+    if (!Number.isInteger(lookGapMs) || lookGapMs < 0) throw new ValidationError('lookGapMs', `must be an integer of 0 or more (got ${JSON.stringify(lookGapMs)})`);
+    this.#lookGapMs = lookGapMs;
   }
 
   /** Starts the poll: leases renewed, lapsed jobs taken, held jobs looked at. */
@@ -209,7 +224,16 @@ export class ReplayJobs {
 
   /** A delivery settled: its endpoint may have room again. */
   nudge(): void {
-    if (this.#held.size > 0) this.#kick(false);
+    if (this.#held.size === 0 || this.#gapTimer !== undefined || this.#closed) return;
+    const wait = this.#lastLookAt + this.#lookGapMs - this.#deps.clock.now();
+    if (wait <= 0) {
+      this.#kick(false);
+      return;
+    }
+    this.#gapTimer = this.#deps.clock.setTimeout(() => {
+      this.#gapTimer = undefined;
+      this.#kick(false);
+    }, wait);
   }
 
   /** How many jobs this node runs now. */
@@ -227,6 +251,8 @@ export class ReplayJobs {
     this.#closed = true;
     this.#timer?.cancel();
     this.#timer = undefined;
+    this.#gapTimer?.cancel();
+    this.#gapTimer = undefined;
     await this.settled();
     this.#held.clear();
     try {
@@ -254,6 +280,7 @@ export class ReplayJobs {
   }
 
   async #round(lease: boolean): Promise<void> {
+    this.#lastLookAt = this.#deps.clock.now();
     if (lease) {
       try {
         await this.#renewLeases();
@@ -281,13 +308,23 @@ export class ReplayJobs {
     }
   }
 
-  /** Releases what the endpoints have room for, again while that releases something. */
+  /** Releases what the endpoints have room for, again while that releases something; then saves where it got to. */
   async #look(job: HeldJob): Promise<void> {
     try {
-      for (;;) {
-        if (this.#closed || this.#held.get(job.record.id) !== job) return;
-        if (!(await this.#step(job))) break;
+      // A cancel from another node is a state write: seen here, before anything more is released.
+      const stored = await this.#deps.store.getReplayJob(job.record.id);
+      if (stored?.state !== ReplayJobState.RUNNING || stored.owner !== this.#deps.owner) {
+        this.#held.delete(job.record.id);
+        return;
       }
+      const before = job.record;
+      let step: 'again' | 'wait' | 'done' = 'again';
+      while (step === 'again') {
+        if (this.#closed || this.#held.get(job.record.id) !== job) return;
+        step = await this.#step(job);
+      }
+      await this.#save(job, before);
+      if (step === 'done' && this.#held.get(job.record.id) === job) await this.#end(job, ReplayJobState.DONE, null);
       job.failedLooks = 0;
     } catch (error) {
       job.failedLooks++;
@@ -299,16 +336,26 @@ export class ReplayJobs {
     }
   }
 
-  /** One read, one count, one release, one save; answers whether to go on at once. */
-  async #step(job: HeldJob): Promise<boolean> {
+  /**
+   * Writes the job's progress (one write per look, after its releases). A node that dies before
+   * it leaves the cursor behind: the dead letters released since are read again and skipped.
+   */
+  async #save(job: HeldJob, before: ReplayJobRecord): Promise<void> {
+    const { cursor, replayed, waiting } = job.record;
+    if (cursor === before.cursor && replayed === before.replayed && waiting === before.waiting) return;
+    if (!(await this.#deps.store.saveReplayJobProgress(job.record.id, this.#deps.owner, { cursor, replayed, waiting }))) {
+      // Cancelled, or taken by another node after our lease ended: not ours any more.
+      this.#held.delete(job.record.id);
+    }
+  }
+
+  /** One read, one count, one release; answers whether to go on at once, or that nothing is left. */
+  async #step(job: HeldJob): Promise<'again' | 'wait' | 'done'> {
     const { store } = this.#deps;
     const { record } = job;
     const except = [...job.full];
     const page = await store.replayableDeadLetterPage(record.filter, record.cursor, record.chunkSize, except);
-    if (page.length === 0 && except.length === 0) {
-      await this.#end(job, ReplayJobState.DONE, null);
-      return false;
-    }
+    if (page.length === 0 && except.length === 0) return 'done';
     const endpointIds = [...new Set([...page.map((letter) => letter.endpointId), ...except])];
     const live = await store.countLiveReplays(endpointIds);
     const room = new Map<string, number>();
@@ -336,15 +383,9 @@ export class ReplayJobs {
     const fullChanged = full.size !== job.full.size || [...full].some((endpointId) => !job.full.has(endpointId));
     job.full = full;
     const waiting = endpointIds.reduce((sum, endpointId) => sum + (live[endpointId] ?? 0), 0) + replayed.length;
-    const progress = { cursor, replayed: record.replayed + replayed.length, waiting };
+    job.record = { ...record, cursor, replayed: record.replayed + replayed.length, waiting };
     if (replayed.length > 0) this.#deps.signal();
-    if (!(await store.saveReplayJobProgress(record.id, this.#deps.owner, progress))) {
-      // Cancelled, or taken by another node after our lease ended: not ours any more.
-      this.#held.delete(record.id);
-      return false;
-    }
-    job.record = { ...record, ...progress };
-    return replayed.length > 0 || fullChanged;
+    return replayed.length > 0 || fullChanged ? 'again' : 'wait';
   }
 
   async #end(job: HeldJob, state: Exclude<ReplayJobState, 'running'>, error: string | null): Promise<void> {

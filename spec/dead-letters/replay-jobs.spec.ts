@@ -126,7 +126,7 @@ function node(backlog: Backlog, owner: string, store: ReplayJobStore = backlog.s
       signal: () => void signals++,
       onError: (_jobId, error) => void errors.push(error),
     },
-    { pollMs: POLL_MS, leaseMs: LEASE_MS },
+    { pollMs: POLL_MS, leaseMs: LEASE_MS, lookGapMs: 0 },
   );
   return { jobs, errors, signals: () => signals };
 }
