@@ -114,7 +114,7 @@ class Backlog {
 }
 
 /** A node's jobs on `store`, with the actor limits it knows. */
-function node(backlog: Backlog, owner: string, store: ReplayJobStore = backlog.store, limits: Readonly<Record<string, number>> = {}) {
+function node(backlog: Backlog, owner: string, store: ReplayJobStore = backlog.store, limits: Readonly<Record<string, number>> = {}, lookGapMs = 0) {
   const errors: unknown[] = [];
   let signals = 0;
   const jobs = new ReplayJobs(
@@ -126,7 +126,7 @@ function node(backlog: Backlog, owner: string, store: ReplayJobStore = backlog.s
       signal: () => void signals++,
       onError: (_jobId, error) => void errors.push(error),
     },
-    { pollMs: POLL_MS, leaseMs: LEASE_MS, lookGapMs: 0 },
+    { pollMs: POLL_MS, leaseMs: LEASE_MS, lookGapMs },
   );
   return { jobs, errors, signals: () => signals };
 }
@@ -184,6 +184,30 @@ describe('ReplayJobs', () => {
       expect(await jobs.get(job.id)).to.include({ state: ReplayJobState.DONE, total: 300, replayed: 300, finishedAt: backlog.clock.now() });
       expect(await backlog.rounds()).to.have.length(300).and.satisfy((rounds: number[]) => rounds.every((round) => round === 1));
       expect(signals()).to.be.greaterThan(50);
+    });
+  });
+
+  context('when settles come faster than the settle gap', () => {
+    it('gathers them into one look once 25 ms have passed since the last', async () => {
+      await backlog.open({ ep_1: 2 });
+      await backlog.kill(['ep_1'], 20);
+      const made = node(backlog, 'node-a', backlog.store, {}, 25);
+      nodes.push(made.jobs);
+      made.jobs.start();
+      const job = await made.jobs.create({ endpointId: 'ep_1' }, { chunkSize: 10 });
+      expect(job.replayed).to.equal(4);
+      for (let i = 0; i < 3; i++) {
+        await backlog.deliver('ep_1', 1);
+        made.jobs.nudge();
+        await made.jobs.settled();
+      }
+      expect((await made.jobs.get(job.id)).replayed, 'within the gap: no look yet').to.equal(4);
+      backlog.clock.advance(24);
+      await made.jobs.settled();
+      expect((await made.jobs.get(job.id)).replayed).to.equal(4);
+      backlog.clock.advance(1);
+      await made.jobs.settled();
+      expect((await made.jobs.get(job.id)).replayed, 'one look for the three settles').to.equal(7);
     });
   });
 

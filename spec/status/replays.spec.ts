@@ -47,6 +47,10 @@ describe('Status port: paced replay jobs (/v1/replays)', () => {
       const live = (await t.herald.store.countLiveReplays([endpoint.id]))[endpoint.id] ?? 0;
       expect(live, 'never more than 2 × 1 replays live').to.be.at.most(2);
       sink.held.shift()?.respond(200);
+      // The job looks again after the settle, once the settle gap (25 ms) has passed on its clock.
+      await attemptsSeen(t, sent);
+      t.clock.advance(25);
+      await t.herald.idle();
     }
     await attemptsSeen(t, 13);
     await t.herald.idle();
