@@ -14,23 +14,27 @@
  * runs and takes the running jobs whose lease ended (their node crashed) or
  * that nobody holds (their node closed and gave them back). A node closing
  * gives its jobs back; a node that dies leaves them to be taken once the lease
- * ends. Cancel is a state write from any node: the runner's next write, being
- * conditional on the state and its lease, fails and it drops the job.
+ * ends. Cancel is a state write from any node: the runner reads the job's
+ * state before each look and drops it; its writes are conditional on the state
+ * and its lease too.
  *
- * A look at a job (after every poll, and whenever a delivery settles on this
- * node): read the next `chunkSize` open dead letters after the cursor, count
- * each of their endpoints' replayed deliveries still pending or in flight (one
- * counting read), and release a dead letter only while its endpoint has fewer
- * than `PACE_FACTOR` × its concurrency limit of them (the adaptive limit of its
- * actor on this node when it has one). Dead letters of an endpoint without room
- * are left for a later look, and that endpoint's are skipped by the next reads
- * while it has none, so a slow endpoint holds back only its own dead letters.
+ * A look at a job (after every poll, and when a delivery settles on this node,
+ * at most once per `lookGapMs`): read the next `chunkSize` open dead letters
+ * after the cursor, count each of their endpoints' replayed deliveries still
+ * pending or in flight (one counting read), and release a dead letter only
+ * while its endpoint has fewer than `PACE_FACTOR` × its concurrency limit of
+ * them (the adaptive limit of its actor on this node when it has one). When
+ * some are left behind (their endpoint has no room), a second read takes the
+ * next ones past them, of the other endpoints only, so a slow endpoint holds
+ * back only its own dead letters.
+ *
  * A look repeats while it releases something, so the pace is that of the
- * settles, never a number of chunks per poll.
+ * settles, never a number of chunks per poll; it writes the job's progress
+ * once, at its end.
  *
  * The cursor is the last dead letter before the first one left behind: every
  * dead letter up to it was released (or could not be). It is saved after the
- * release; a node that dies in between leaves the cursor behind what it
+ * releases; a node that dies in between leaves the cursor behind what it
  * released, and the next runner reads those dead letters again, but a replay
  * marks a dead letter and the reads take open ones only, so none is replayed
  * twice. Only the `replayed` count can then miss what was released in that
@@ -40,7 +44,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock, TimerHandle } from '../clock.ts';
 import { NotFoundError, ValidationError } from '../errors.ts';
 import { ReplayJobState, type Endpoint, type ReplayJobFilter, type ReplayJobRecord } from '../model.ts';
-import type { Store } from '../store/port.ts';
+import type { ReplayableDeadLetter, Store } from '../store/port.ts';
 
 export { ReplayJobState } from '../model.ts';
 
@@ -122,8 +126,6 @@ export interface ReplayJobsDeps {
 /** A job this node runs, and what it learnt of its endpoints. */
 interface HeldJob {
   record: ReplayJobRecord;
-  /** Endpoints without room at the last look: the next read skips their dead letters. */
-  full: ReadonlySet<string>;
   failedLooks: number;
 }
 
@@ -143,6 +145,8 @@ export class ReplayJobs {
   #running: Promise<void> | undefined;
   /** Something changed during the looks: look again once they end. */
   #again = false;
+  /** The poll came during the looks: renew the leases in the next round (never skipped by a busy node). */
+  #leaseDue = false;
   #closed = false;
 
   constructor(deps: ReplayJobsDeps, options: ReplayJobsOptions = {}) {
@@ -191,7 +195,7 @@ export class ReplayJobs {
     };
     await this.#deps.store.createReplayJob(record);
     if (!this.#closed) {
-      this.#held.set(record.id, { record, full: new Set(), failedLooks: 0 });
+      this.#held.set(record.id, { record, failedLooks: 0 });
       this.#kick(false);
       await this.settled();
     }
@@ -268,13 +272,16 @@ export class ReplayJobs {
     if (this.#closed) return;
     if (this.#running !== undefined) {
       this.#again = true;
+      this.#leaseDue ||= lease;
       return;
     }
     this.#running = this.#round(lease).finally(() => {
       this.#running = undefined;
       if (this.#again && !this.#closed) {
+        const leaseDue = this.#leaseDue;
         this.#again = false;
-        this.#kick(false);
+        this.#leaseDue = false;
+        this.#kick(leaseDue);
       }
     });
   }
@@ -303,7 +310,7 @@ export class ReplayJobs {
     for (const id of this.#held.keys()) if (!ids.has(id)) this.#held.delete(id);
     for (const record of held) {
       const known = this.#held.get(record.id);
-      if (known === undefined) this.#held.set(record.id, { record, full: new Set(), failedLooks: 0 });
+      if (known === undefined) this.#held.set(record.id, { record, failedLooks: 0 });
       else known.record = { ...known.record, leaseUntil: record.leaseUntil };
     }
   }
@@ -353,39 +360,44 @@ export class ReplayJobs {
   async #step(job: HeldJob): Promise<'again' | 'wait' | 'done'> {
     const { store } = this.#deps;
     const { record } = job;
-    const except = [...job.full];
-    const page = await store.replayableDeadLetterPage(record.filter, record.cursor, record.chunkSize, except);
-    if (page.length === 0 && except.length === 0) return 'done';
-    const endpointIds = [...new Set([...page.map((letter) => letter.endpointId), ...except])];
-    const live = await store.countLiveReplays(endpointIds);
+    // The head: the next open dead letters after the cursor, whatever their endpoint.
+    const head = await store.replayableDeadLetterPage(record.filter, record.cursor, record.chunkSize);
+    if (head.length === 0) return 'done';
     const room = new Map<string, number>();
-    for (const endpointId of endpointIds) room.set(endpointId, PACE_FACTOR * (await this.#limitOf(endpointId)) - (live[endpointId] ?? 0));
-
+    const live = await this.#room(room, head);
     const released: string[] = [];
-    let firstLeft = -1;
-    for (const [i, letter] of page.entries()) {
-      const left = room.get(letter.endpointId) ?? 0;
-      if (left > 0) {
-        released.push(letter.id);
-        room.set(letter.endpointId, left - 1);
-      } else if (firstLeft < 0) {
-        firstLeft = i;
-      }
+    const firstLeft = take(head, room, released);
+    // Every dead letter before the first one left behind is released: the cursor moves up to it.
+    const cursor = firstLeft === 0 ? record.cursor : (head[(firstLeft < 0 ? head.length : firstLeft) - 1]?.id ?? record.cursor);
+    let waiting = live;
+    if (firstLeft >= 0) {
+      // Past the endpoints without room, the others' next dead letters: a slow endpoint holds back only its own.
+      const blocked = [...room].filter(([, left]) => left <= 0).map(([endpointId]) => endpointId);
+      const tail = await store.replayableDeadLetterPage(record.filter, cursor, record.chunkSize, blocked);
+      waiting += await this.#room(room, tail);
+      take(tail, room, released);
     }
     const replayed = released.length === 0 ? [] : await store.replayDeadLetters({ ids: released }, this.#deps.clock.now());
-    // With endpoints skipped, dead letters of theirs may lie anywhere after the cursor: it stays.
-    let cursor = record.cursor;
-    if (except.length === 0) {
-      const through = firstLeft < 0 ? page.length : firstLeft;
-      cursor = page[through - 1]?.id ?? cursor;
-    }
-    const full = new Set(endpointIds.filter((endpointId) => (room.get(endpointId) ?? 0) <= 0));
-    const fullChanged = full.size !== job.full.size || [...full].some((endpointId) => !job.full.has(endpointId));
-    job.full = full;
-    const waiting = endpointIds.reduce((sum, endpointId) => sum + (live[endpointId] ?? 0), 0) + replayed.length;
-    job.record = { ...record, cursor, replayed: record.replayed + replayed.length, waiting };
+    job.record = { ...record, cursor, replayed: record.replayed + replayed.length, waiting: waiting + replayed.length };
     if (replayed.length > 0) this.#deps.signal();
-    return replayed.length > 0 || fullChanged ? 'again' : 'wait';
+    return replayed.length > 0 ? 'again' : 'wait';
+  }
+
+  /**
+   * Adds to `room` what the endpoints of `letters` not in it yet may take (one counting read);
+   * answers how many replays those endpoints have live.
+   */
+  async #room(room: Map<string, number>, letters: readonly ReplayableDeadLetter[]): Promise<number> {
+    const endpointIds = [...new Set(letters.map((letter) => letter.endpointId))].filter((endpointId) => !room.has(endpointId));
+    if (endpointIds.length === 0) return 0;
+    const live = await this.#deps.store.countLiveReplays(endpointIds);
+    let total = 0;
+    for (const endpointId of endpointIds) {
+      const count = live[endpointId] ?? 0;
+      total += count;
+      room.set(endpointId, PACE_FACTOR * (await this.#limitOf(endpointId)) - count);
+    }
+    return total;
   }
 
   async #end(job: HeldJob, state: Exclude<ReplayJobState, 'running'>, error: string | null): Promise<void> {
@@ -408,6 +420,24 @@ export class ReplayJobs {
     }
     return fixed;
   }
+}
+
+/**
+ * Takes into `released` the dead letters whose endpoint has room, in order, using the room up;
+ * answers the index of the first one left behind, -1 when none is.
+ */
+function take(letters: readonly ReplayableDeadLetter[], room: Map<string, number>, released: string[]): number {
+  let firstLeft = -1;
+  for (const [i, letter] of letters.entries()) {
+    const left = room.get(letter.endpointId) ?? 0;
+    if (left > 0) {
+      released.push(letter.id);
+      room.set(letter.endpointId, left - 1);
+    } else if (firstLeft < 0) {
+      firstLeft = i;
+    }
+  }
+  return firstLeft;
 }
 
 function viewOf(record: ReplayJobRecord): ReplayJob {
