@@ -45,6 +45,7 @@ import {
   type Endpoint,
   type OutboxEvent,
   type RateLimit,
+  type ReplayJobFilter,
   type SigningSecret,
 } from './model.ts';
 import { rowsToRead, sequencePageOf, type SequencePage, type SequencePageRequest } from './endpoints/sequence-page.ts';
@@ -340,11 +341,15 @@ export class Herald {
     });
     this.#replays = new ReplayJobs({
       clock,
-      countReplayable: (filter) => store.countReplayableDeadLetters(filter),
-      page: (filter, afterId, limit) => store.replayableDeadLetterPage(filter, afterId, limit),
-      replay: (ids, now) => store.replayDeadLetters({ ids }, now),
-      getDelivery: (id) => store.getDelivery(id),
+      store,
+      owner: this.nodeId,
+      concurrencyLimit: (endpointId) => this.#supervisor.actors.get(endpointId)?.concurrencyLimit,
       signal: () => this.#supervisor.signal(),
+      onError: (jobId, error) => emit('failure', { where: `replay job ${jobId}`, error }),
+    });
+    // A settled delivery may leave its endpoint room for replays: the jobs look at once, not at their next poll.
+    this.events.on('attempt', (attempt) => {
+      if (attempt.settlement.kind !== 'retry') this.#replays.nudge();
     });
     this.#reviewWatch = new ReviewWatch(config.deadLetters, {
       clock,
@@ -374,12 +379,14 @@ export class Herald {
     this.#supervisor.start();
     this.#purgeTimer = this.#clock.setInterval(() => void this.purge(), this.config.retention.purgeIntervalMs);
     this.#reviewWatch.start();
+    this.#replays.start();
   }
 
   async close(): Promise<void> {
     this.#purgeTimer?.cancel();
     this.#reviewWatch.close();
-    this.#replays.close();
+    // Before the engine stops: this node's replay jobs go back to the store for another node to take.
+    await this.#replays.close();
     await this.#supervisor.close();
     // Every attempt has settled: the last counts go out before the store closes.
     await this.#minutes.close();
@@ -399,6 +406,8 @@ export class Herald {
 
   /** Resolves when the supervisor has no pump running (tests). */
   async idle(): Promise<void> {
+    await this.#supervisor.settled();
+    await this.#replays.settled();
     await this.#supervisor.settled();
   }
 
@@ -705,25 +714,29 @@ export class Herald {
   }
 
   /**
-   * Starts a paced replay of the open dead letters matching `filter` (see lib/dead-letters/replay-jobs.ts).
+   * Starts a paced replay of the open dead letters matching `filter` (see lib/dead-letters/replay-jobs.ts);
+   * the job is kept in the store and run by this node until it ends, closes or crashes.
    * @throws ValidationError (`HERALD_INVALID_INPUT`) for a bad `chunkSize`.
    */
-  async startReplay(filter: DeadLetterFilter, options: ReplayJobOptions = {}): Promise<ReplayJob> {
-    return this.#replays.start(filter, options);
+  async startReplay(filter: ReplayJobFilter, options: ReplayJobOptions = {}): Promise<ReplayJob> {
+    return this.#replays.create(filter, options);
   }
 
-  /** @throws NotFoundError (`HERALD_NOT_FOUND`). */
-  getReplay(id: string): ReplayJob {
+  /** Any node's job, read from the store. @throws NotFoundError (`HERALD_NOT_FOUND`). */
+  async getReplay(id: string): Promise<ReplayJob> {
     return this.#replays.get(id);
   }
 
-  /** This node's replay jobs, newest first. */
-  listReplays(): ReplayJob[] {
+  /** The newest 100 replay jobs of every node, newest first. */
+  async listReplays(): Promise<ReplayJob[]> {
     return this.#replays.list();
   }
 
-  /** Stops a running replay job; the rest of its dead letters stay dead. @throws NotFoundError (`HERALD_NOT_FOUND`). */
-  cancelReplay(id: string): ReplayJob {
+  /**
+   * Stops a running replay job, whichever node runs it; the rest of its dead letters stay dead.
+   * @throws NotFoundError (`HERALD_NOT_FOUND`).
+   */
+  async cancelReplay(id: string): Promise<ReplayJob> {
     return this.#replays.cancel(id);
   }
 

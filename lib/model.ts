@@ -206,6 +206,8 @@ export interface Delivery {
   readonly status: DeliveryStatus;
   /** Attempts made in the current round (a replay starts a new round at 0). */
   readonly attempts: number;
+  /** 0 for the delivery fan-out made; each replay of its dead letter adds one (so above 0: a replay). */
+  readonly round: number;
   readonly nextAttemptAt: number;
   /** The lease epoch of the slot when it was last claimed. */
   readonly leaseEpoch: number;
@@ -328,4 +330,53 @@ export interface TenantToken {
   readonly createdAt: number;
   /** After this it is refused; `null`: until revoked. */
   readonly expiresAt: number | null;
+}
+
+/** Where a paced replay job is (lib/dead-letters/replay-jobs.ts). */
+export const ReplayJobState = {
+  RUNNING: 'running',
+  DONE: 'done',
+  CANCELLED: 'cancelled',
+  FAILED: 'failed',
+} as const;
+export type ReplayJobState = (typeof ReplayJobState)[keyof typeof ReplayJobState];
+
+/** The scope of a replay job: the dead-letter filter of a bulk replay, open dead letters only. */
+export interface ReplayJobFilter {
+  readonly endpointId?: string;
+  readonly tenantId?: string;
+  /** `createdAt >= since` */
+  readonly since?: number;
+  /** `createdAt < until`; a job never takes a dead letter created after it started. */
+  readonly until?: number;
+}
+
+/**
+ * A paced replay job as the store keeps it, so that it outlives the node that runs it: any node
+ * answers its progress and can cancel it, and another (or the restarted one) resumes it from its
+ * cursor when the runner's lease lapses.
+ */
+export interface ReplayJobRecord {
+  /** `rpl_` and 32 hex digits. */
+  readonly id: string;
+  readonly filter: ReplayJobFilter;
+  readonly state: ReplayJobState;
+  /** The dead letters the filter matched when the job started (a dry run's count). */
+  readonly total: number;
+  /** Released so far: their deliveries are live again. */
+  readonly replayed: number;
+  /** Replayed deliveries still pending or in flight on the job's endpoints at its last look. */
+  readonly waiting: number;
+  /** Every open dead letter up to this one (in the page order) has been released or skipped; null: from the start. */
+  readonly cursor: string | null;
+  /** Dead letters read per look (1 to 1000). */
+  readonly chunkSize: number;
+  readonly createdAt: number;
+  readonly finishedAt: number | null;
+  /** Why it failed; null otherwise. */
+  readonly error: string | null;
+  /** The node running it; null when none does (new, or given back by a node closing). */
+  readonly owner: string | null;
+  /** The owner's lease ends then unless it renews it; after that any node may take the job. */
+  readonly leaseUntil: number;
 }

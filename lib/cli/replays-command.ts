@@ -3,8 +3,8 @@
  * filter of a bulk replay (`--endpoint`, `--tenant`, `--since`, `--until`,
  * at least one) and `--chunk-size`; `--dry-run` prints the count and starts
  * nothing; `--wait` follows the job with a progress bar until it ends (once a
- * second). `list`, `show <id>` and `cancel <id>` read and stop jobs of the
- * node the CLI talks to.
+ * second). `list`, `show <id>` and `cancel <id>` read and stop the jobs of
+ * every node (they are kept in the store).
  */
 import { holdProcessOpen, systemClock } from '../clock.ts';
 import type { ReplayJob } from '../dead-letters/replay-jobs.ts';

@@ -73,9 +73,10 @@ export const REPLAYS_USAGE = `Usage: herald replays [list]
        herald replays start [--endpoint <id>] [--tenant <id>] [--since <time>] [--until <time>] [--chunk-size <n, default 100>] [--dry-run] [--wait]
 
   A replay job replays the open dead letters matching the filter (at least one of --endpoint, --tenant,
-  --since, --until) a chunk at a time, as the endpoints drain them; new events are not held behind it.
+  --since, --until) as each endpoint drains them (under 2 x its concurrency limit live); new events go first.
   --dry-run prints how many it would replay and starts nothing; --wait follows its progress until it ends.
-  cancel stops it: what it replayed stays replayed, the rest stays dead. Jobs live on the node that runs them.`;
+  cancel stops it: what it replayed stays replayed, the rest stays dead. Jobs are kept in the store: any node
+  answers for them, and another node resumes one whose node closed or crashed.`;
 
 export const FAILURES_USAGE = `Usage: herald failures [--endpoint <id>] [--tenant <id>] [--limit <n, default 100>]
        herald failures replay --endpoint <id> --kind <kind>

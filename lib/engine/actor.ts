@@ -2,7 +2,8 @@
  * The actor of one endpoint: its mailbox, breaker, pause and health.
  *
  * The supervisor claims deliveries and hands them in with `enqueue()`. Each
- * runs through the mailbox (a p-queue with the endpoint's concurrency):
+ * runs through the mailbox (a p-queue with the endpoint's concurrency, where
+ * replayed deliveries queue in a lower lane than new ones, `MailboxLane`):
  *
  *   enqueue ─► mailbox ─► token ─► gate ─┬─ send:  limiter permit (tenant, endpoint) ─► sign ─► breaker.run(send) ─► classify ─► settle
  *                                        ├─ probe: the same, as the breaker's single probe
@@ -93,6 +94,16 @@ export interface ActorDeps {
 
 /** How long a delivery waits when it could not be signed (a fault on our side). */
 const SIGNING_RETRY_MS = 60_000;
+
+/**
+ * The mailbox's lanes (p-queue priorities, higher first): a replayed delivery (a round after the
+ * first) waits behind every new one queued for the endpoint, so a bulk replay never delays new events.
+ */
+export const MailboxLane = { NEW: 0, REPLAY: -1 } as const;
+
+function laneOf(job: DeliveryJob): number {
+  return job.delivery.round > 0 ? MailboxLane.REPLAY : MailboxLane.NEW;
+}
 
 /** Jobs queued or running beyond this multiple of the concurrency are not claimed for. */
 const MAILBOX_DEPTH_PER_SLOT = 2;
@@ -210,7 +221,7 @@ export class EndpointActor implements BreakerListener, WakeListener {
 
   enqueue(job: DeliveryJob): void {
     this.#lastActiveAt = this.#deps.clock.now();
-    void this.#mailbox.add(() => this.#run(job)).catch((error: unknown) => {
+    void this.#mailbox.add(() => this.#run(job), { priority: laneOf(job) }).catch((error: unknown) => {
       this.#deps.emit('failure', { where: `actor ${this.#endpoint.id}`, error });
     });
   }

@@ -333,9 +333,9 @@ export class StatusServer {
       if (dryRun) return { status: 200, json: { dryRun: true, wouldReplay: await h.countReplayableDeadLetters(filter) } };
       return { status: 202, json: await h.startReplay(filter, chunkSize === undefined ? {} : { chunkSize }) };
     });
-    this.#route('GET', '/v1/replays', async () => ({ status: 200, json: { data: h.listReplays() } }));
-    this.#route('GET', '/v1/replays/:id', async ({ params }) => ({ status: 200, json: h.getReplay(params.id ?? '') }));
-    this.#route('DELETE', '/v1/replays/:id', async ({ params }) => ({ status: 200, json: h.cancelReplay(params.id ?? '') }));
+    this.#route('GET', '/v1/replays', async () => ({ status: 200, json: { data: await h.listReplays() } }));
+    this.#route('GET', '/v1/replays/:id', async ({ params }) => ({ status: 200, json: await h.getReplay(params.id ?? '') }));
+    this.#route('DELETE', '/v1/replays/:id', async ({ params }) => ({ status: 200, json: await h.cancelReplay(params.id ?? '') }));
     // Failures grouped by endpoint and failure kind, and a group's replay.
     this.#route('GET', '/v1/failures', async ({ query }) => ({ status: 200, json: { data: await h.failureGroups(failureGroupFilter(query)) } }), tenantListing);
     this.#route('POST', '/v1/failures/replay', async ({ body }) => ({ status: 202, json: await h.replayFailureGroup(await body()) }), {

@@ -20,7 +20,7 @@
 import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../dead-letters/failure-groups.ts';
 import type { OperatorTriageState, TriageOutcome } from '../dead-letters/triage.ts';
 import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } from '../status/delivery-minutes.ts';
-import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, TenantToken, TriageState } from '../model.ts';
+import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, ReplayJobRecord, ReplayJobState, TenantToken, TriageState } from '../model.ts';
 
 /** A lease on one slot, held by `owner` until `until`. */
 export interface SlotLease {
@@ -208,10 +208,25 @@ export interface TriageRequest {
 }
 
 /** The dead letters nobody has reviewed yet (state `new`), all nodes together. */
-/** A dead letter a replay job may release: its id (the job's cursor) and its delivery. */
+/** A dead letter a replay job may release: its id (the job's cursor), its delivery and endpoint (for the pacing). */
 export interface ReplayableDeadLetter {
   readonly id: string;
   readonly deliveryId: string;
+  readonly endpointId: string;
+}
+
+/** What a replay job's runner writes after a look: where it got to. */
+export interface ReplayJobProgress {
+  readonly cursor: string | null;
+  readonly replayed: number;
+  readonly waiting: number;
+}
+
+/** How a replay job ends. */
+export interface ReplayJobEnd {
+  readonly state: Exclude<ReplayJobState, 'running'>;
+  readonly finishedAt: number;
+  readonly error: string | null;
 }
 
 export interface UnreviewedDeadLetters {
@@ -355,7 +370,40 @@ export interface Store {
    * after the dead letter `afterId` in that order (from the start when null); at most `limit`
    * (1 to 1000). A replay job reads its chunks with this and replays them by id.
    */
-  replayableDeadLetterPage(filter: DeadLetterFilter, afterId: string | null, limit: number): Promise<ReplayableDeadLetter[]>;
+  replayableDeadLetterPage(
+    filter: DeadLetterFilter,
+    afterId: string | null,
+    limit: number,
+    exceptEndpointIds?: readonly string[],
+  ): Promise<ReplayableDeadLetter[]>;
+  /**
+   * How many replayed deliveries (round above 0) of each named endpoint are pending or in flight:
+   * one counting read for a replay job's look, whatever the number of deliveries. Endpoints
+   * with none are left out.
+   */
+  countLiveReplays(endpointIds: readonly string[]): Promise<Readonly<Record<string, number>>>;
+
+  // Replay jobs (lib/dead-letters/replay-jobs.ts)
+  /** @throws ConflictError when a job with its id exists. */
+  createReplayJob(job: ReplayJobRecord): Promise<void>;
+  getReplayJob(id: string): Promise<ReplayJobRecord | undefined>;
+  /** The newest `limit` jobs, newest first (ties by id, descending). */
+  listReplayJobs(limit: number): Promise<ReplayJobRecord[]>;
+  /**
+   * The running jobs `owner` runs from now on: those it holds (their lease renewed) and those
+   * nobody holds or whose lease ended by `now` (taken), each given `leaseUntil`. One node at a
+   * time holds a job: a take is conditional on the lease it saw, so two nodes racing get it once.
+   */
+  leaseReplayJobs(owner: string, now: number, leaseUntil: number): Promise<ReplayJobRecord[]>;
+  /** Writes a running job's progress if `owner` still holds it; false when it does not (taken, ended, cancelled). */
+  saveReplayJobProgress(id: string, owner: string, progress: ReplayJobProgress): Promise<boolean>;
+  /**
+   * Ends a running job (held by `owner`; by anyone when `owner` is null: a cancel from any node) and
+   * answers it as ended; `undefined` when it was not running (or not `owner`'s).
+   */
+  endReplayJob(id: string, owner: string | null, end: ReplayJobEnd): Promise<ReplayJobRecord | undefined>;
+  /** Gives up `owner`'s running jobs (a node closing): any node may take them at once. */
+  releaseReplayJobs(owner: string): Promise<void>;
   /**
    * Acknowledges or discards the named dead letters that are open, all or none of them (one
    * transaction, or one statement); names the others, unknown or closed, in `skipped`.

@@ -6,7 +6,7 @@
  * as text from a connection that does not parse int8 (a producer's own pool),
  * hence `Number()` where that can happen.
  */
-import type { AdaptiveConcurrency, Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, TenantToken, TriageState } from '../model.ts';
+import type { AdaptiveConcurrency, Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, ReplayJobFilter, ReplayJobRecord, ReplayJobState, TenantToken, TriageState } from '../model.ts';
 import { EndpointOrdering, EndpointStatus } from '../model.ts';
 import { COUNT_FIELDS, LATENCY_BUCKETS, type DeliveryMinute, type DeliveryMinuteIncrement } from '../status/delivery-minutes.ts';
 import type { SlotLease } from './port.ts';
@@ -165,6 +165,7 @@ export function deliveryFromRow(row: DeliveryRow): Delivery {
     slot: row.slot,
     status: row.status as DeliveryStatus,
     attempts: row.attempts,
+    round: row.round,
     nextAttemptAt: row.next_attempt_at,
     leaseEpoch: row.lease_epoch,
     lastError: row.last_error,
@@ -264,3 +265,47 @@ export function deliveryMinuteOf(row: DeliveryMinuteRow): DeliveryMinute {
   >;
   return { minute: Number(row.minute), ...counts, latency: LATENCY_COLUMNS.map((column) => Number(row[column])) };
 }
+
+/** A row of `replay_jobs` (lib/dead-letters/replay-jobs.ts). */
+export interface ReplayJobRow {
+  id: string;
+  filter: JsonColumn<ReplayJobFilter>;
+  state: string;
+  total: number;
+  replayed: number;
+  waiting: number;
+  cursor: string | null;
+  chunk_size: number;
+  created_at: number;
+  finished_at: number | null;
+  error: string | null;
+  owner: string | null;
+  lease_until: number;
+}
+
+export function replayJobFromRow(row: ReplayJobRow): ReplayJobRecord {
+  return {
+    id: row.id,
+    filter: fromJson(row.filter),
+    state: row.state as ReplayJobState,
+    total: Number(row.total),
+    replayed: Number(row.replayed),
+    waiting: Number(row.waiting),
+    cursor: row.cursor,
+    chunkSize: Number(row.chunk_size),
+    createdAt: Number(row.created_at),
+    finishedAt: row.finished_at === null ? null : Number(row.finished_at),
+    error: row.error,
+    owner: row.owner,
+    leaseUntil: Number(row.lease_until),
+  };
+}
+
+/** The job's values in the column order of `REPLAY_JOB_COLUMNS`, the filter as JSON text. */
+export function replayJobValues(job: ReplayJobRecord): unknown[] {
+  return [job.id, JSON.stringify(job.filter), job.state, job.total, job.replayed, job.waiting, job.cursor, job.chunkSize,
+    job.createdAt, job.finishedAt, job.error, job.owner, job.leaseUntil];
+}
+
+export const REPLAY_JOB_COLUMNS = ['id', 'filter', 'state', 'total', 'replayed', 'waiting', 'cursor', 'chunk_size',
+  'created_at', 'finished_at', 'error', 'owner', 'lease_until'] as const;

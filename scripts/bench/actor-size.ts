@@ -110,7 +110,7 @@ function job(n: number): DeliveryJob {
   return {
     delivery: {
       id: `dlv_${n}`, eventId: `evt_${n}`, endpointId: `ep_${n}`, tenantId: 'bench', eventType: 'bench.event', slot: 0,
-      status: 'in_flight', attempts: 0, nextAttemptAt: at, leaseEpoch: 1, lastError: null, createdAt: at, updatedAt: at, deliveredAt: null, sequence: n + 1, orderingKey: null,
+      status: 'in_flight', attempts: 0, round: 0, nextAttemptAt: at, leaseEpoch: 1, lastError: null, createdAt: at, updatedAt: at, deliveredAt: null, sequence: n + 1, orderingKey: null,
     },
     event: { id: `evt_${n}`, tenantId: 'bench', type: 'bench.event', payload: '{}', createdAt: at } as DeliveryJob['event'],
   };

@@ -195,7 +195,7 @@ for (const [name, r] of Object.entries(scenarios)) {
       rows.push([
         name,
         '—',
-        `${fmt(r.deadLetters)} dead letters, new events at ${fmt(r.newEventsPerSec)}/s: p50/p99 ${fmt(quiet.p50Ms)}/${fmt(quiet.p99Ms, ' ms')} without a replay, ${fmt(paced.p50Ms)}/${fmt(paced.p99Ms, ' ms')} during the paced job (${fmt(paced.replayedPerSec)}/s), ${fmt(bulk.p50Ms)}/${fmt(bulk.p99Ms, ' ms')} during the bulk replay (${fmt(bulk.replayedPerSec)}/s)`,
+        `${fmt(r.deadLetters)} dead letters, new events at ${fmt(r.newEventsPerSec)}/s: p50/p99 ${fmt(quiet.p50Ms)}/${fmt(quiet.p99Ms, ' ms')} without a replay, ${fmt(paced.p50Ms)}/${fmt(paced.p99Ms, ' ms')} during the paced job (${fmt(paced.replayedPerSec)}/s), ${fmt(bulk.p50Ms)}/${fmt(bulk.p99Ms, ' ms')} during the bulk replay (${fmt(bulk.replayedPerSec)}/s); load ${fmt(r.loadAverage1m)}`,
         'report',
         '—',
       ]);

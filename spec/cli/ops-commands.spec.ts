@@ -23,6 +23,8 @@ describe('herald ops commands (CLI against a running status port)', function () 
   let url: string;
   let sink: TestServer;
   let answer = 200;
+  /** The sink holds its answers (the endpoint is slow) until the test releases them. */
+  let holding = false;
 
   // A fresh node per test: the root hook allows no server to outlive its test.
   beforeEach(async () => {
@@ -30,7 +32,7 @@ describe('herald ops commands (CLI against a running status port)', function () 
     t = await startHerald({ breaker: { volumeThreshold: 1_000 } });
     server = new StatusServer(t.herald, { host: '127.0.0.1', port: 0, adminToken: TOKEN, clock: t.clock });
     url = await server.listen();
-    sink = await startServer(() => ({ status: answer }));
+    sink = await startServer(() => (holding ? 'hold' : { status: answer }));
   });
 
   afterEach(async () => {
@@ -242,9 +244,9 @@ describe('herald ops commands (CLI against a running status port)', function () 
   });
 
   /** An endpoint at `path` whose three events are dead-lettered (the sink answers 404); the sink answers `answer` afterwards. */
-  async function threeDeadLetters(path: string): Promise<{ endpoint: { id: string }; before: number }> {
+  async function threeDeadLetters(path: string, concurrency?: number): Promise<{ endpoint: { id: string }; before: number }> {
     answer = 404;
-    const { endpoint } = await t.herald.createEndpoint({ tenantId: 'initech', url: `${sink.url}/${path}` });
+    const { endpoint } = await t.herald.createEndpoint({ tenantId: 'initech', url: `${sink.url}/${path}`, ...(concurrency === undefined ? {} : { concurrency }) });
     const before = t.attempts.length;
     await t.herald.publish([1, 2, 3].map((n) => ({ tenantId: 'initech', type: 'a.b', payload: { n } })));
     await attemptsSeen(t, before + 3);
@@ -280,19 +282,25 @@ describe('herald ops commands (CLI against a running status port)', function () 
 
   describe('replays', () => {
     it('dry-runs, starts, shows, lists and cancels a paced replay job, and follows one to its end with --wait', async () => {
-      const { endpoint, before } = await threeDeadLetters('replays');
+      // Concurrency 1: the job keeps at most 2 of its replays live on the endpoint at once.
+      const { endpoint, before } = await threeDeadLetters('replays', 1);
       answer = 200;
       expect(ok(await herald(['replays', 'start', '--endpoint', endpoint.id, '--dry-run', '--json'])).json).to.deep.equal({ dryRun: true, wouldReplay: 3 });
 
+      holding = true;
+      const requestsBefore = sink.received.length;
       const started = ok(await herald(['replays', 'start', '--endpoint', endpoint.id, '--chunk-size', '1', '--json'])).json;
-      expect(started).to.include({ state: 'running', total: 3, replayed: 1 });
-      await attemptsSeen(t, before + 4);
-      await t.herald.idle();
+      expect(started).to.include({ state: 'running', total: 3, replayed: 2 });
+      await sink.requests(requestsBefore + 1);
       const [list, show] = await Promise.all([herald(['replays', 'list', '--json']), herald(['replays', 'show', started.id])]);
       expect(ok(list).json.map((j: { id: string }) => j.id)).to.deep.equal([started.id]);
       expect(ok(show).stdout).to.include(started.id).and.include('running');
-      expect(ok(await herald(['replays', 'cancel', started.id, '--json'])).json).to.include({ state: 'cancelled', replayed: 1 });
-      expect(ok(await herald(['replays', 'start', '--endpoint', endpoint.id, '--dry-run'])).stdout).to.equal('Dry run: would replay 2 dead letter(s).\n');
+      expect(ok(await herald(['replays', 'cancel', started.id, '--json'])).json).to.include({ state: 'cancelled', replayed: 2 });
+      holding = false;
+      for (const held of sink.held.splice(0)) held.respond(200);
+      await attemptsSeen(t, before + 5);
+      await t.herald.idle();
+      expect(ok(await herald(['replays', 'start', '--endpoint', endpoint.id, '--dry-run'])).stdout).to.equal('Dry run: would replay 1 dead letter(s).\n');
 
       // The job paces itself on the node's (manual) clock; the CLI polls on real time.
       const waiting = herald(['replays', 'start', '--endpoint', endpoint.id, '--chunk-size', '1', '--wait', '--json']);
@@ -303,8 +311,8 @@ describe('herald ops commands (CLI against a running status port)', function () 
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
       const followed = ok(await waiting);
-      expect(followed.json).to.include({ state: 'done', total: 2, replayed: 2 });
-      expect(followed.stderr).to.include('2/2 dead letters replayed');
+      expect(followed.json).to.include({ state: 'done', total: 1, replayed: 1 });
+      expect(followed.stderr).to.include('1/1 dead letters replayed');
       await attemptsSeen(t, before + 6);
 
       const bad = await herald(['replays', 'start']);

@@ -11,7 +11,7 @@ import { ManualClock } from '../../lib/clock.ts';
 import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
 import type { HeraldError } from '../../lib/errors.ts';
 import { deliveryIdFor, slotOf } from '../../lib/ids.ts';
-import type { Endpoint, OutboxEvent, Outcome, TenantToken } from '../../lib/model.ts';
+import type { Endpoint, OutboxEvent, Outcome, ReplayJobRecord, TenantToken } from '../../lib/model.ts';
 import type { AttemptRecord, ClaimRequest, NewDelivery, Store } from '../../lib/store/port.ts';
 import { LATENCY_BUCKETS, type DeliveryMinuteIncrement } from '../../lib/status/delivery-minutes.ts';
 
@@ -465,7 +465,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
 
       context('when an event is fanned out', () => {
-        it('creates pending deliveries at attempt 0 and epoch 0, and the event is no longer unfanned', async () => {
+        it('creates pending deliveries at attempt 0, round 0 and epoch 0, and the event is no longer unfanned', async () => {
           await addEndpoint('ep_1');
           await addEndpoint('ep_2');
           const { event, deliveryIds } = await seed(['ep_1', 'ep_2']);
@@ -480,6 +480,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
             slot: slotOf('ep_1', SLOTS),
             status: 'pending',
             attempts: 0,
+            round: 0,
             nextAttemptAt: clock.now(),
             leaseEpoch: 0,
             lastError: null,
@@ -1369,6 +1370,84 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
     });
 
+    describe('replay jobs', () => {
+      function job(id: string, overrides: Partial<ReplayJobRecord> = {}): ReplayJobRecord {
+        return {
+          id,
+          filter: { endpointId: 'ep_1', until: clock.now() + 1 },
+          state: 'running',
+          total: 10,
+          replayed: 0,
+          waiting: 0,
+          cursor: null,
+          chunkSize: 100,
+          createdAt: clock.now(),
+          finishedAt: null,
+          error: null,
+          owner: 'node-a',
+          leaseUntil: clock.now() + LEASE_MS,
+          ...overrides,
+        };
+      }
+
+      it('keeps a job as written and lists the newest first; a second with the same id is a conflict', async () => {
+        const first = job('rpl_1');
+        await store.createReplayJob(first);
+        clock.advance(SECOND);
+        await store.createReplayJob(job('rpl_2', { filter: { tenantId: 'acme', since: 5 }, owner: null, leaseUntil: 0 }));
+        expect(await store.getReplayJob('rpl_1')).to.deep.equal(first);
+        expect(await store.getReplayJob('rpl_missing')).to.equal(undefined);
+        expect((await store.listReplayJobs(10)).map((j) => j.id)).to.deep.equal(['rpl_2', 'rpl_1']);
+        expect((await store.listReplayJobs(1)).map((j) => j.id)).to.deep.equal(['rpl_2']);
+        expect((await store.getReplayJob('rpl_2'))?.filter).to.deep.equal({ tenantId: 'acme', since: 5 });
+        expect((await rejection(store.createReplayJob(first))).code).to.equal(ErrorCode.CONFLICT);
+      });
+
+      it('leases running jobs to one node at a time: its own renewed, free or lapsed ones taken, finished ones never', async () => {
+        await store.createReplayJob(job('rpl_a', { owner: 'node-a' }));
+        await store.createReplayJob(job('rpl_free', { owner: null, leaseUntil: 0 }));
+        await store.createReplayJob(job('rpl_done', { owner: null, leaseUntil: 0, state: 'done', finishedAt: clock.now() }));
+        const now = clock.now();
+        expect((await store.leaseReplayJobs('node-b', now, now + LEASE_MS)).map((j) => j.id), 'b takes the free one only').to.deep.equal(['rpl_free']);
+        const renewed = await store.leaseReplayJobs('node-a', now, now + 2 * LEASE_MS);
+        expect(renewed.map((j) => [j.id, j.owner, j.leaseUntil])).to.deep.equal([['rpl_a', 'node-a', now + 2 * LEASE_MS]]);
+        // node-a stops renewing (it crashed): once its lease ends, node-b takes its job.
+        clock.advance(2 * LEASE_MS);
+        const later = clock.now();
+        expect((await store.leaseReplayJobs('node-b', later, later + LEASE_MS)).map((j) => j.id)).to.deep.equal(['rpl_a', 'rpl_free']);
+        expect(await store.leaseReplayJobs('node-a', later, later + LEASE_MS)).to.deep.equal([]);
+        expect(await store.saveReplayJobProgress('rpl_a', 'node-a', { cursor: 'dl_9', replayed: 9, waiting: 1 }), 'a lost it').to.equal(false);
+        expect(await store.saveReplayJobProgress('rpl_a', 'node-b', { cursor: 'dl_3', replayed: 3, waiting: 2 })).to.equal(true);
+        expect(await store.getReplayJob('rpl_a')).to.include({ cursor: 'dl_3', replayed: 3, waiting: 2, owner: 'node-b' });
+
+        // A node closing gives its jobs back: any node takes them at once.
+        await store.releaseReplayJobs('node-b');
+        expect(await store.getReplayJob('rpl_a')).to.include({ owner: null, leaseUntil: 0, state: 'running' });
+        expect((await store.leaseReplayJobs('node-a', later, later + LEASE_MS)).map((j) => j.id)).to.deep.equal(['rpl_a', 'rpl_free']);
+      });
+
+      it('ends a running job once: by its owner, or cancelled by any node; a finished job takes no more writes', async () => {
+        await store.createReplayJob(job('rpl_1'));
+        await store.createReplayJob(job('rpl_2'));
+        const at = clock.now();
+        expect(await store.endReplayJob('rpl_1', 'node-b', { state: 'done', finishedAt: at, error: null }), 'not its owner').to.equal(undefined);
+        expect(await store.endReplayJob('rpl_1', null, { state: 'cancelled', finishedAt: at, error: null })).to.include({
+          id: 'rpl_1',
+          state: 'cancelled',
+          finishedAt: at,
+          owner: null,
+        });
+        expect(await store.endReplayJob('rpl_1', 'node-a', { state: 'done', finishedAt: at, error: null }), 'ended already').to.equal(undefined);
+        expect(await store.saveReplayJobProgress('rpl_1', 'node-a', { cursor: 'dl_1', replayed: 1, waiting: 0 })).to.equal(false);
+        expect(await store.leaseReplayJobs('node-a', at, at + LEASE_MS)).to.have.length(1);
+        expect(await store.endReplayJob('rpl_2', 'node-a', { state: 'failed', finishedAt: at, error: 'store down' })).to.include({
+          state: 'failed',
+          error: 'store down',
+        });
+        expect((await store.getReplayJob('rpl_1'))?.state).to.equal('cancelled');
+      });
+    });
+
     describe('dead letters and replay', () => {
       /** A dead delivery to `endpointId` at the current time; returns its ids. */
       async function deadDelivery(endpointId: string, deadLetterId: string, tenantId = 'acme') {
@@ -1475,11 +1554,37 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           await store.triageDeadLetters({ ids: ['dl_1'], state: 'discarded', note: 'test event', by: 'bob' }, clock.now());
 
           const first = await store.replayableDeadLetterPage({ endpointId: 'ep_1' }, null, 2);
-          expect(first).to.deep.equal([{ id: 'dl_0', deliveryId: deliveries.get('dl_0') }, { id: 'dl_2', deliveryId: deliveries.get('dl_2') }]);
+          expect(first).to.deep.equal([
+            { id: 'dl_0', deliveryId: deliveries.get('dl_0'), endpointId: 'ep_1' },
+            { id: 'dl_2', deliveryId: deliveries.get('dl_2'), endpointId: 'ep_1' },
+          ]);
           await store.replayDeadLetters({ ids: ['dl_0', 'dl_2'] }, clock.now());
           expect((await store.replayableDeadLetterPage({ endpointId: 'ep_1' }, 'dl_2', 10)).map((d) => d.id)).to.deep.equal(['dl_3', 'dl_4']);
           expect((await store.replayableDeadLetterPage({ endpointId: 'ep_1' }, 'dl_4', 10))).to.deep.equal([]);
           expect((await store.replayableDeadLetterPage({ tenantId: 'acme' }, null, 10)).map((d) => d.id)).to.deep.equal(['dl_3', 'dl_4', 'dl_other']);
+          expect((await store.replayableDeadLetterPage({ tenantId: 'acme' }, null, 10, ['ep_1'])).map((d) => d.id), 'ep_1 skipped').to.deep.equal([
+            'dl_other',
+          ]);
+          expect(await store.replayableDeadLetterPage({ tenantId: 'acme' }, null, 10, ['ep_1', 'ep_2'])).to.deep.equal([]);
+        });
+
+        it("counts each endpoint's replayed deliveries still pending or in flight, in one read", async () => {
+          await addEndpoint('ep_1');
+          await addEndpoint('ep_2');
+          for (let i = 0; i < 3; i++) await deadDelivery('ep_1', `dl_a${i}`);
+          await deadDelivery('ep_2', 'dl_b0');
+          expect(await store.countLiveReplays(['ep_1', 'ep_2']), 'dead, not replayed: none live').to.deep.equal({});
+          await store.replayDeadLetters({ ids: ['dl_a0', 'dl_a1', 'dl_b0'] }, clock.now());
+          expect(await store.countLiveReplays(['ep_1', 'ep_2'])).to.deep.equal({ 'ep_1': 2, 'ep_2': 1 });
+          expect(await store.countLiveReplays(['ep_2'])).to.deep.equal({ 'ep_2': 1 });
+          expect(await store.countLiveReplays([])).to.deep.equal({});
+          // Claimed (in flight) still counts; delivered no longer does.
+          const replayed = (await claim()).filter((job) => job.delivery.round > 0);
+          expect(replayed.map((job) => job.delivery.endpointId).sort()).to.deep.equal(['ep_1', 'ep_1', 'ep_2']);
+          expect(await store.countLiveReplays(['ep_1', 'ep_2'])).to.deep.equal({ 'ep_1': 2, 'ep_2': 1 });
+          const [first] = replayed.filter((job) => job.delivery.endpointId === 'ep_1');
+          await store.settle([{ kind: 'delivered', deliveryId: first!.delivery.id, epoch: first!.delivery.leaseEpoch, attempt: attempt(clock.now(), OK, null) }], clock.now());
+          expect(await store.countLiveReplays(['ep_1', 'ep_2'])).to.deep.equal({ 'ep_1': 1, 'ep_2': 1 });
         });
 
         it('replays all matches, ignoring limit', async () => {

@@ -15,6 +15,7 @@ import type {
   LeaseDoc,
   MetaDoc,
   NodeDoc,
+  ReplayJobDoc,
   TenantTokenDoc,
 } from './schema.ts';
 
@@ -34,6 +35,7 @@ export interface StoreDb {
   readonly tenantTokens: Collection<TenantTokenDoc>;
   readonly deliveryMinutes: Collection<DeliveryMinuteDoc>;
   readonly endpointSequences: Collection<EndpointSequenceDoc>;
+  readonly replayJobs: Collection<ReplayJobDoc>;
   readonly transaction: InTransaction;
   /** This store's mark on the events and deliveries it inserts: its change feed does not signal them back. */
   readonly origin: string;

@@ -100,17 +100,19 @@ export async function replayableDeadLetterPage(
   filter: DeadLetterFilter,
   afterId: string | null,
   limit: number,
+  exceptEndpointIds: readonly string[] = [],
 ): Promise<ReplayableDeadLetter[]> {
   const base = deadLetterReplayFilter(filter);
   if (base === undefined || limit < 1) return [];
   const cursor = afterId === null ? null : await db.deadLetters.findOne({ _id: afterId }, { projection: { createdAt: 1, ord: 1 } });
   const after = cursor === null ? undefined : { createdAt: cursor.createdAt, ord: cursor.ord };
+  const except = exceptEndpointIds.length === 0 ? {} : { endpointId: { $nin: [...exceptEndpointIds] } };
   const rows = await db.deadLetters
-    .find({ $and: [base, afterKeyFilter(after)] }, { projection: { deliveryId: 1 } })
+    .find({ $and: [base, afterKeyFilter(after), except] }, { projection: { deliveryId: 1, endpointId: 1 } })
     .sort(DEAD_LETTER_REPLAY_SORT)
     .limit(limit)
     .toArray();
-  return rows.map((row) => ({ id: row._id, deliveryId: row.deliveryId }));
+  return rows.map((row) => ({ id: row._id, deliveryId: row.deliveryId, endpointId: row.endpointId }));
 }
 
 /**

@@ -126,6 +126,7 @@ export function deliveryFromDoc(doc: DeliveryDoc): Delivery {
     slot: doc.slot,
     status: doc.status as DeliveryStatus,
     attempts: doc.attempts,
+    round: doc.round,
     nextAttemptAt: doc.nextAttemptAt,
     leaseEpoch: doc.leaseEpoch,
     lastError: doc.lastError ?? null,

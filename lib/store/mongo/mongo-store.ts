@@ -40,10 +40,12 @@ import { MongoClient, ObjectId } from 'mongodb';
 import type { ClientSession, Db, Document, Filter, TransactionOptions } from 'mongodb';
 import type { Clock } from '../../clock.ts';
 import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
-import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, TenantToken } from '../../model.ts';
+import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, ReplayJobRecord, TenantToken } from '../../model.ts';
 import { EndpointOrdering } from '../../model.ts';
 import type {
   ReplayableDeadLetter,
+  ReplayJobEnd,
+  ReplayJobProgress,
   ClaimRequest,
   DeadLetterFilter,
   DeliveryFilter,
@@ -95,8 +97,19 @@ import type {
   LeaseDoc,
   MetaDoc,
   NodeDoc,
+  ReplayJobDoc,
   TenantTokenDoc,
 } from './schema.ts';
+import {
+  countLiveReplays,
+  createReplayJob,
+  endReplayJob,
+  getReplayJob,
+  leaseReplayJobs,
+  listReplayJobs,
+  releaseReplayJobs,
+  saveReplayJobProgress,
+} from './replay-jobs.ts';
 import { createTenantToken, deleteTenantToken, getTenantToken, listTenantTokens } from './tenant-tokens.ts';
 import { settle } from './settle.ts';
 
@@ -606,8 +619,50 @@ export class MongoStore implements Store {
     return this.#run('countReplayableDeadLetters', (state) => countReplayableDeadLetters(state, filter));
   }
 
-  async replayableDeadLetterPage(filter: DeadLetterFilter, afterId: string | null, limit: number): Promise<ReplayableDeadLetter[]> {
-    return this.#run('replayableDeadLetterPage', (state) => replayableDeadLetterPage(state, filter, afterId, clampLimit(limit, MAX_LIST_LIMIT)));
+  async replayableDeadLetterPage(
+    filter: DeadLetterFilter,
+    afterId: string | null,
+    limit: number,
+    exceptEndpointIds: readonly string[] = [],
+  ): Promise<ReplayableDeadLetter[]> {
+    return this.#run('replayableDeadLetterPage', (state) =>
+      replayableDeadLetterPage(state, filter, afterId, clampLimit(limit, MAX_LIST_LIMIT), exceptEndpointIds),
+    );
+  }
+
+  async countLiveReplays(endpointIds: readonly string[]): Promise<Readonly<Record<string, number>>> {
+    if (endpointIds.length === 0) return {};
+    return this.#run('countLiveReplays', (state) => countLiveReplays(state, endpointIds));
+  }
+
+  // Replay jobs
+
+  async createReplayJob(job: ReplayJobRecord): Promise<void> {
+    return this.#run('createReplayJob', (state) => createReplayJob(state, job));
+  }
+
+  async getReplayJob(id: string): Promise<ReplayJobRecord | undefined> {
+    return this.#run('getReplayJob', (state) => getReplayJob(state, id));
+  }
+
+  async listReplayJobs(limit: number): Promise<ReplayJobRecord[]> {
+    return this.#run('listReplayJobs', (state) => listReplayJobs(state, limit));
+  }
+
+  async leaseReplayJobs(owner: string, now: number, leaseUntil: number): Promise<ReplayJobRecord[]> {
+    return this.#run('leaseReplayJobs', (state) => leaseReplayJobs(state, owner, now, leaseUntil));
+  }
+
+  async saveReplayJobProgress(id: string, owner: string, progress: ReplayJobProgress): Promise<boolean> {
+    return this.#run('saveReplayJobProgress', (state) => saveReplayJobProgress(state, id, owner, progress));
+  }
+
+  async endReplayJob(id: string, owner: string | null, end: ReplayJobEnd): Promise<ReplayJobRecord | undefined> {
+    return this.#run('endReplayJob', (state) => endReplayJob(state, id, owner, end));
+  }
+
+  async releaseReplayJobs(owner: string): Promise<void> {
+    return this.#run('releaseReplayJobs', (state) => releaseReplayJobs(state, owner));
   }
 
   async unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {
@@ -767,6 +822,7 @@ function openState(client: MongoClient, db: Db, support: ServerSupport, origin: 
     tenantTokens: db.collection<TenantTokenDoc>(Collections.TENANT_TOKENS),
     deliveryMinutes: db.collection<DeliveryMinuteDoc>(Collections.DELIVERY_MINUTES),
     endpointSequences: db.collection<EndpointSequenceDoc>(Collections.ENDPOINT_SEQUENCES),
+    replayJobs: db.collection<ReplayJobDoc>(Collections.REPLAY_JOBS),
     transaction: (fn) => runTransaction(client, fn),
   };
 }

@@ -12,7 +12,7 @@
  * one with no indexes yet. Any process may call it at any time.
  */
 import type { Db, IndexDescription, ObjectId } from 'mongodb';
-import type { Outcome, RetrySpec, SigningSecret, TriageState } from '../../model.ts';
+import type { Outcome, ReplayJobFilter, ReplayJobState, RetrySpec, SigningSecret, TriageState } from '../../model.ts';
 import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
 
 /**
@@ -20,11 +20,13 @@ import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
  * their `triage` ({@link migrateDeadLetterTriage}); 3: failure kinds ({@link migrateFailureKinds});
  * 4: tenant tokens (a new collection and its index, which {@link ensureSchema} creates: no data moves);
  * 5: the `delivery_minutes` collection and its indexes (created like every collection, no document
- * to change); 8: sequence numbers per endpoint — the `endpoint_sequences` collection and the
- * deliveries' `(endpointId, sequence)` index (deliveries written before it have no `sequence`, and
- * numbering starts at 1 for every endpoint from there: no document to change).
+ * to change); 7: an index of the waiting events by tenant; 8: sequence numbers per endpoint — the
+ * `endpoint_sequences` collection and the deliveries' `(endpointId, sequence)` index (deliveries
+ * written before it have no `sequence`, and numbering starts at 1 for every endpoint from there: no
+ * document to change); 10: the `replay_jobs` collection and an index of the live replays per
+ * endpoint (created like every collection: no document to change).
  */
-export const SCHEMA_VERSION = 8;
+export const SCHEMA_VERSION = 10;
 
 export const Collections = {
   META: 'meta',
@@ -38,6 +40,7 @@ export const Collections = {
   TENANT_TOKENS: 'tenant_tokens',
   DELIVERY_MINUTES: 'delivery_minutes',
   ENDPOINT_SEQUENCES: 'endpoint_sequences',
+  REPLAY_JOBS: 'replay_jobs',
 } as const;
 export type CollectionName = (typeof Collections)[keyof typeof Collections];
 
@@ -235,6 +238,23 @@ export interface TenantTokenDoc {
   expiresAt: number | null;
 }
 
+/** A paced replay job (lib/dead-letters/replay-jobs.ts): `_id` is the job's id. */
+export interface ReplayJobDoc {
+  _id: string;
+  filter: ReplayJobFilter;
+  state: ReplayJobState;
+  total: number;
+  replayed: number;
+  waiting: number;
+  cursor: string | null;
+  chunkSize: number;
+  createdAt: number;
+  finishedAt: number | null;
+  error: string | null;
+  owner: string | null;
+  leaseUntil: number;
+}
+
 export interface NodeDoc {
   _id: string;
   startedAt: number;
@@ -303,6 +323,9 @@ export function indexSpecs(retentionSeconds: number | null): Readonly<Record<Col
         name: 'deliveries_failing',
         partialFilterExpression: { status: 'pending', lastFailureKind: { $type: 'string' } },
       },
+      // Schema 10: a replay job's look counts each endpoint's replays still pending or in flight
+      // (round above 0) over the replayed deliveries only ($in in a partial filter needs MongoDB 6).
+      { key: { endpointId: 1, status: 1 }, name: 'deliveries_live_replays', partialFilterExpression: { round: { $gt: 0 } } },
     ],
     [Collections.ATTEMPTS]: [
       { key: { deliveryId: 1, round: 1, number: 1 }, name: 'attempts_delivery' },
@@ -333,6 +356,11 @@ export function indexSpecs(retentionSeconds: number | null): Readonly<Record<Col
     ],
     // Read and written by _id only.
     [Collections.ENDPOINT_SEQUENCES]: [],
+    // The running jobs a node may take (lease ended); the list, newest first.
+    [Collections.REPLAY_JOBS]: [
+      { key: { state: 1, leaseUntil: 1 }, name: 'replay_jobs_running' },
+      { key: { createdAt: -1, _id: -1 }, name: 'replay_jobs_created' },
+    ],
   };
 }
 

@@ -71,26 +71,39 @@ export class DeadLetterQueries {
   }
 
   /** The next page of open dead letters matching `filter`, oldest first, after a keyset cursor. */
-  async unreplayedPage(sql: Sql, filter: DeadLetterFilter, after: { createdAt: number; seq: number }, limit = REPLAY_CHUNK): Promise<{ id: string; deliveryId: string; createdAt: number; seq: number }[]> {
+  async unreplayedPage(
+    sql: Sql,
+    filter: DeadLetterFilter,
+    after: { createdAt: number; seq: number },
+    limit = REPLAY_CHUNK,
+    exceptEndpointIds: readonly string[] = [],
+  ): Promise<{ id: string; deliveryId: string; endpointId: string; createdAt: number; seq: number }[]> {
     const states = replayableStates(filter);
     if (states.length === 0) return [];
     const where = filterConditions(filter, states);
     where.add('(created_at, seq) > ($?, $?)', after.createdAt, after.seq);
-    const rows = await sql.query<{ id: string; delivery_id: string; created_at: number; seq: number }>(
-      `SELECT id, delivery_id, created_at, seq FROM ${this.#s}.dead_letters ${where.clause()} ORDER BY created_at, seq LIMIT ${Math.floor(limit)}`,
+    if (exceptEndpointIds.length > 0) where.add('NOT (endpoint_id = ANY($?::text[]))', exceptEndpointIds);
+    const rows = await sql.query<{ id: string; delivery_id: string; endpoint_id: string; created_at: number; seq: number }>(
+      `SELECT id, delivery_id, endpoint_id, created_at, seq FROM ${this.#s}.dead_letters ${where.clause()} ORDER BY created_at, seq LIMIT ${Math.floor(limit)}`,
       where.values,
     );
-    return rows.map((row) => ({ id: row.id, deliveryId: row.delivery_id, createdAt: Number(row.created_at), seq: Number(row.seq) }));
+    return rows.map((row) => ({ id: row.id, deliveryId: row.delivery_id, endpointId: row.endpoint_id, createdAt: Number(row.created_at), seq: Number(row.seq) }));
   }
 
   /** `unreplayedPage` after the dead letter `afterId` (its creation time and sequence), or from the start. */
-  async replayablePage(sql: Sql, filter: DeadLetterFilter, afterId: string | null, limit: number): Promise<ReplayableDeadLetter[]> {
+  async replayablePage(
+    sql: Sql,
+    filter: DeadLetterFilter,
+    afterId: string | null,
+    limit: number,
+    exceptEndpointIds: readonly string[] = [],
+  ): Promise<ReplayableDeadLetter[]> {
     const [cursor] = afterId === null ? [] : await sql.query<{ created_at: number; seq: number }>(
       `SELECT created_at, seq FROM ${this.#s}.dead_letters WHERE id = $1`,
       [afterId],
     );
     const after = cursor === undefined ? { createdAt: Number.MIN_SAFE_INTEGER, seq: 0 } : { createdAt: Number(cursor.created_at), seq: Number(cursor.seq) };
-    return (await this.unreplayedPage(sql, filter, after, limit)).map((row) => ({ id: row.id, deliveryId: row.deliveryId }));
+    return (await this.unreplayedPage(sql, filter, after, limit, exceptEndpointIds)).map(({ id, deliveryId, endpointId }) => ({ id, deliveryId, endpointId }));
   }
 
   /** How many of the open dead letters matching `filter` a replay would revive (the conditions of `replay`). */

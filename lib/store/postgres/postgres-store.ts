@@ -28,9 +28,11 @@ import pg from 'pg';
 import type { Pool } from 'pg';
 import type { Clock } from '../../clock.ts';
 import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
-import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, TenantToken } from '../../model.ts';
+import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, ReplayJobRecord, TenantToken } from '../../model.ts';
 import type {
   ReplayableDeadLetter,
+  ReplayJobEnd,
+  ReplayJobProgress,
   ClaimRequest,
   DeadLetterFilter,
   DeliveryFilter,
@@ -72,6 +74,7 @@ import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } fr
 import { DEFAULT_POSTGRES_SCHEMA, migratePostgresSchema, validSchemaName } from './schema.ts';
 import { SettleQueries } from './settle.ts';
 import { sqlOn, type Sql } from './sql.ts';
+import { ReplayJobQueries } from './replay-jobs.ts';
 import { TenantTokenQueries } from './tenant-tokens.ts';
 import { PostgresWorkSignal, type WorkSignalRestart } from './work-signal.ts';
 
@@ -136,6 +139,7 @@ export class PostgresStore implements Store {
   readonly #failures: FailureGroupQueries;
   readonly #retention: RetentionQueries;
   readonly #tenantTokens: TenantTokenQueries;
+  readonly #replayJobs: ReplayJobQueries;
   readonly #minutes: DeliveryMinuteQueries;
 
   #state: OpenState | undefined;
@@ -174,6 +178,7 @@ export class PostgresStore implements Store {
     this.#failures = new FailureGroupQueries(s);
     this.#retention = new RetentionQueries(s);
     this.#tenantTokens = new TenantTokenQueries(s);
+    this.#replayJobs = new ReplayJobQueries(s);
     this.#minutes = new DeliveryMinuteQueries(s);
   }
 
@@ -439,8 +444,50 @@ export class PostgresStore implements Store {
     return this.#run('countReplayableDeadLetters', (sql) => this.#deadLetters.countReplayable(sql, filter));
   }
 
-  async replayableDeadLetterPage(filter: DeadLetterFilter, afterId: string | null, limit: number): Promise<ReplayableDeadLetter[]> {
-    return this.#run('replayableDeadLetterPage', (sql) => this.#deadLetters.replayablePage(sql, filter, afterId, clampLimit(limit, MAX_LIST_LIMIT)));
+  async replayableDeadLetterPage(
+    filter: DeadLetterFilter,
+    afterId: string | null,
+    limit: number,
+    exceptEndpointIds: readonly string[] = [],
+  ): Promise<ReplayableDeadLetter[]> {
+    return this.#run('replayableDeadLetterPage', (sql) =>
+      this.#deadLetters.replayablePage(sql, filter, afterId, clampLimit(limit, MAX_LIST_LIMIT), exceptEndpointIds),
+    );
+  }
+
+  async countLiveReplays(endpointIds: readonly string[]): Promise<Readonly<Record<string, number>>> {
+    if (endpointIds.length === 0) return {};
+    return this.#run('countLiveReplays', (sql) => this.#replayJobs.liveReplays(sql, endpointIds));
+  }
+
+  // Replay jobs
+
+  async createReplayJob(job: ReplayJobRecord): Promise<void> {
+    return this.#run('createReplayJob', (sql) => this.#replayJobs.create(sql, job));
+  }
+
+  async getReplayJob(id: string): Promise<ReplayJobRecord | undefined> {
+    return this.#run('getReplayJob', (sql) => this.#replayJobs.get(sql, id));
+  }
+
+  async listReplayJobs(limit: number): Promise<ReplayJobRecord[]> {
+    return this.#run('listReplayJobs', (sql) => this.#replayJobs.list(sql, limit));
+  }
+
+  async leaseReplayJobs(owner: string, now: number, leaseUntil: number): Promise<ReplayJobRecord[]> {
+    return this.#run('leaseReplayJobs', (sql) => this.#replayJobs.lease(sql, owner, now, leaseUntil));
+  }
+
+  async saveReplayJobProgress(id: string, owner: string, progress: ReplayJobProgress): Promise<boolean> {
+    return this.#run('saveReplayJobProgress', (sql) => this.#replayJobs.saveProgress(sql, id, owner, progress));
+  }
+
+  async endReplayJob(id: string, owner: string | null, end: ReplayJobEnd): Promise<ReplayJobRecord | undefined> {
+    return this.#run('endReplayJob', (sql) => this.#replayJobs.end(sql, id, owner, end));
+  }
+
+  async releaseReplayJobs(owner: string): Promise<void> {
+    return this.#run('releaseReplayJobs', (sql) => this.#replayJobs.release(sql, owner));
   }
 
   async unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {

@@ -328,6 +328,33 @@ CREATE INDEX deliveries_open_line ON ${s}.deliveries (endpoint_id, (COALESCE(ord
   WHERE status IN ('pending', 'in_flight');
 `,
   },
+  {
+    version: 13,
+    what: 'paced replay jobs kept in the store (they outlive the node running them), and an index of the live replays per endpoint',
+    // owner/lease_until: the node running a job and until when; a job whose lease ended is taken over.
+    // deliveries_live_replays: a job's look counts each endpoint's replays still pending or in flight
+    // (round > 0) over these rows only, never the endpoint's whole history.
+    sql: (s) => `
+CREATE TABLE IF NOT EXISTS ${s}.replay_jobs (
+  id          text COLLATE "C" PRIMARY KEY,
+  filter      jsonb NOT NULL,
+  state       text NOT NULL,
+  total       bigint NOT NULL,
+  replayed    bigint NOT NULL,
+  waiting     bigint NOT NULL,
+  cursor      text COLLATE "C",
+  chunk_size  integer NOT NULL,
+  created_at  bigint NOT NULL,
+  finished_at bigint,
+  error       text,
+  owner       text COLLATE "C",
+  lease_until bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS replay_jobs_running ON ${s}.replay_jobs (lease_until) WHERE state = 'running';
+CREATE INDEX IF NOT EXISTS replay_jobs_created ON ${s}.replay_jobs (created_at, id);
+CREATE INDEX IF NOT EXISTS deliveries_live_replays ON ${s}.deliveries (endpoint_id) WHERE round > 0 AND status IN ('pending', 'in_flight');
+`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

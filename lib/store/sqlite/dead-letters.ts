@@ -69,19 +69,31 @@ export class DeadLetterStatements {
     return this.#unreplayedByIds.all(JSON.stringify(ids));
   }
 
-  /** The next `REPLAY_CHUNK` open dead letters that match `filter`, oldest first, after a keyset cursor. */
-  unreplayedPage(filter: DeadLetterFilter, after: { readonly createdAt: number; readonly id: string }, limit = REPLAY_CHUNK): DeadLetterRow[] {
+  /**
+   * The next `REPLAY_CHUNK` open dead letters that match `filter`, oldest first, after a keyset
+   * cursor; none of the endpoints in `exceptEndpointIds`.
+   */
+  unreplayedPage(
+    filter: DeadLetterFilter,
+    after: { readonly createdAt: number; readonly id: string },
+    limit = REPLAY_CHUNK,
+    exceptEndpointIds: readonly string[] = [],
+  ): DeadLetterRow[] {
     const { where, params } = deadLetterWhere(filter, replayableStates(filter));
     where.push('(created_at, id) > (@afterCreatedAt, @afterId)');
+    if (exceptEndpointIds.length > 0) {
+      where.push('endpoint_id NOT IN (SELECT value FROM json_each(@exceptEndpointIds))');
+      params['exceptEndpointIds'] = JSON.stringify(exceptEndpointIds);
+    }
     const sql = `SELECT * FROM dead_letters ${whereClause(where)} ORDER BY created_at, id LIMIT ${Math.floor(limit)}`;
     return this.#dynamic.get<DeadLetterRow>(sql).all({ ...params, afterCreatedAt: after.createdAt, afterId: after.id });
   }
 
   /** `unreplayedPage` after the dead letter `afterId` (its creation time and id), or from the start. */
-  replayablePage(filter: DeadLetterFilter, afterId: string | null, limit: number): ReplayableDeadLetter[] {
+  replayablePage(filter: DeadLetterFilter, afterId: string | null, limit: number, exceptEndpointIds: readonly string[] = []): ReplayableDeadLetter[] {
     const cursor = afterId === null ? undefined : this.#get.get(afterId);
     const after = cursor === undefined ? { createdAt: Number.MIN_SAFE_INTEGER, id: '' } : { createdAt: cursor.created_at, id: cursor.id };
-    return this.unreplayedPage(filter, after, limit).map((row) => ({ id: row.id, deliveryId: row.delivery_id }));
+    return this.unreplayedPage(filter, after, limit, exceptEndpointIds).map((row) => ({ id: row.id, deliveryId: row.delivery_id, endpointId: row.endpoint_id }));
   }
 
   /** How many of the open dead letters matching `filter` a replay would revive (the conditions of `replay`). */

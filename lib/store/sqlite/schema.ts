@@ -176,6 +176,33 @@ CREATE INDEX deliveries_open_line ON deliveries (endpoint_id, ordering_key, sequ
   WHERE status IN ('pending', 'in_flight');
 `,
   },
+  {
+    version: 12,
+    what: 'paced replay jobs kept in the store (they outlive the node running them), and an index of the live replays per endpoint',
+    // owner/lease_until: the node running a job and until when; a job whose lease ended is taken over.
+    // deliveries_live_replays: a job's look counts each endpoint's replays still pending or in flight
+    // (round > 0) with one read over these rows only, never the endpoint's whole history.
+    sql: `
+CREATE TABLE IF NOT EXISTS replay_jobs (
+  id          TEXT PRIMARY KEY,
+  filter      TEXT NOT NULL,
+  state       TEXT NOT NULL,
+  total       INTEGER NOT NULL,
+  replayed    INTEGER NOT NULL,
+  waiting     INTEGER NOT NULL,
+  cursor      TEXT,
+  chunk_size  INTEGER NOT NULL,
+  created_at  INTEGER NOT NULL,
+  finished_at INTEGER,
+  error       TEXT,
+  owner       TEXT,
+  lease_until INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS replay_jobs_running ON replay_jobs (lease_until) WHERE state = 'running';
+CREATE INDEX IF NOT EXISTS replay_jobs_created ON replay_jobs (created_at, id);
+CREATE INDEX IF NOT EXISTS deliveries_live_replays ON deliveries (endpoint_id) WHERE round > 0 AND status IN ('pending', 'in_flight');
+`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */

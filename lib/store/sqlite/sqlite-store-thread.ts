@@ -18,11 +18,13 @@
  */
 import { Worker } from 'node:worker_threads';
 import { ClosedError, StoreError } from '../../errors.ts';
-import type { DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, Attempt, TenantToken } from '../../model.ts';
+import type { DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, Attempt, ReplayJobRecord, TenantToken } from '../../model.ts';
 import { workerExecArgv } from '../../worker-exec-argv.ts';
 import { isTypeScriptModule, workerModule } from '../../worker-module.ts';
 import type {
   ReplayableDeadLetter,
+  ReplayJobEnd,
+  ReplayJobProgress,
   ClaimRequest,
   DeadLetterFilter,
   DeliveryFilter,
@@ -202,8 +204,37 @@ export class SqliteStoreThread implements Store {
     return this.#call('countReplayableDeadLetters', [filter]);
   }
 
-  replayableDeadLetterPage(filter: DeadLetterFilter, afterId: string | null, limit: number): Promise<ReplayableDeadLetter[]> {
-    return this.#call('replayableDeadLetterPage', [filter, afterId, limit]);
+  replayableDeadLetterPage(
+    filter: DeadLetterFilter,
+    afterId: string | null,
+    limit: number,
+    exceptEndpointIds: readonly string[] = [],
+  ): Promise<ReplayableDeadLetter[]> {
+    return this.#call('replayableDeadLetterPage', [filter, afterId, limit, exceptEndpointIds]);
+  }
+  countLiveReplays(endpointIds: readonly string[]): Promise<Readonly<Record<string, number>>> {
+    return this.#call('countLiveReplays', [endpointIds]);
+  }
+  createReplayJob(job: ReplayJobRecord): Promise<void> {
+    return this.#call('createReplayJob', [job]);
+  }
+  getReplayJob(id: string): Promise<ReplayJobRecord | undefined> {
+    return this.#call('getReplayJob', [id]);
+  }
+  listReplayJobs(limit: number): Promise<ReplayJobRecord[]> {
+    return this.#call('listReplayJobs', [limit]);
+  }
+  leaseReplayJobs(owner: string, now: number, leaseUntil: number): Promise<ReplayJobRecord[]> {
+    return this.#call('leaseReplayJobs', [owner, now, leaseUntil]);
+  }
+  saveReplayJobProgress(id: string, owner: string, progress: ReplayJobProgress): Promise<boolean> {
+    return this.#call('saveReplayJobProgress', [id, owner, progress]);
+  }
+  endReplayJob(id: string, owner: string | null, end: ReplayJobEnd): Promise<ReplayJobRecord | undefined> {
+    return this.#call('endReplayJob', [id, owner, end]);
+  }
+  releaseReplayJobs(owner: string): Promise<void> {
+    return this.#call('releaseReplayJobs', [owner]);
   }
 
   unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {

@@ -34,9 +34,11 @@ import Database from 'better-sqlite3';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Clock, TimerHandle } from '../../clock.ts';
 import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
-import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, TenantToken } from '../../model.ts';
+import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, ReplayJobRecord, TenantToken } from '../../model.ts';
 import type {
   ReplayableDeadLetter,
+  ReplayJobEnd,
+  ReplayJobProgress,
   ClaimRequest,
   DeadLetterFilter,
   DeliveryFilter,
@@ -79,6 +81,7 @@ import { PURGE_CHUNK, RetentionStatements } from './retention.ts';
 import type { DeadLetterRow } from '../sql-rows.ts';
 import { ensureSchema } from './schema.ts';
 import { SettleStatements } from './settle.ts';
+import { ReplayJobStatements } from './replay-jobs.ts';
 import { TenantTokenStatements } from './tenant-tokens.ts';
 import { DynamicStatements, isBusy, type Statement } from './sql.ts';
 
@@ -146,6 +149,7 @@ interface OpenState {
   readonly failures: FailureGroupStatements;
   readonly retention: RetentionStatements;
   readonly tenantTokens: TenantTokenStatements;
+  readonly replayJobs: ReplayJobStatements;
   readonly minutes: DeliveryMinuteStatements;
   /** Runs a function in a savepoint of the open transaction (a commit group's member). */
   readonly inSavepoint: (run: () => unknown) => unknown;
@@ -466,8 +470,52 @@ export class SqliteStore implements Store {
     return this.#run('countReplayableDeadLetters', ({ deadLetters }) => deadLetters.countReplayable(filter), 'read');
   }
 
-  async replayableDeadLetterPage(filter: DeadLetterFilter, afterId: string | null, limit: number): Promise<ReplayableDeadLetter[]> {
-    return this.#run('replayableDeadLetterPage', ({ deadLetters }) => deadLetters.replayablePage(filter, afterId, clampLimit(limit, MAX_LIST_LIMIT)), 'read');
+  async replayableDeadLetterPage(
+    filter: DeadLetterFilter,
+    afterId: string | null,
+    limit: number,
+    exceptEndpointIds: readonly string[] = [],
+  ): Promise<ReplayableDeadLetter[]> {
+    return this.#run(
+      'replayableDeadLetterPage',
+      ({ deadLetters }) => deadLetters.replayablePage(filter, afterId, clampLimit(limit, MAX_LIST_LIMIT), exceptEndpointIds),
+      'read',
+    );
+  }
+
+  async countLiveReplays(endpointIds: readonly string[]): Promise<Readonly<Record<string, number>>> {
+    if (endpointIds.length === 0) return {};
+    return this.#run('countLiveReplays', ({ replayJobs }) => replayJobs.liveReplays(endpointIds), 'read');
+  }
+
+  // Replay jobs
+
+  async createReplayJob(job: ReplayJobRecord): Promise<void> {
+    return this.#run('createReplayJob', ({ replayJobs }) => replayJobs.create(job));
+  }
+
+  async getReplayJob(id: string): Promise<ReplayJobRecord | undefined> {
+    return this.#run('getReplayJob', ({ replayJobs }) => replayJobs.get(id), 'read');
+  }
+
+  async listReplayJobs(limit: number): Promise<ReplayJobRecord[]> {
+    return this.#run('listReplayJobs', ({ replayJobs }) => replayJobs.list(limit), 'read');
+  }
+
+  async leaseReplayJobs(owner: string, now: number, leaseUntil: number): Promise<ReplayJobRecord[]> {
+    return this.#run('leaseReplayJobs', ({ replayJobs }) => replayJobs.lease(owner, now, leaseUntil));
+  }
+
+  async saveReplayJobProgress(id: string, owner: string, progress: ReplayJobProgress): Promise<boolean> {
+    return this.#run('saveReplayJobProgress', ({ replayJobs }) => replayJobs.saveProgress(id, owner, progress));
+  }
+
+  async endReplayJob(id: string, owner: string | null, end: ReplayJobEnd): Promise<ReplayJobRecord | undefined> {
+    return this.#run('endReplayJob', ({ replayJobs }) => replayJobs.end(id, owner, end));
+  }
+
+  async releaseReplayJobs(owner: string): Promise<void> {
+    return this.#run('releaseReplayJobs', ({ replayJobs }) => replayJobs.release(owner));
   }
 
   async unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {
@@ -663,6 +711,7 @@ function prepareConnection(db: BetterSqlite3.Database): OpenState {
     failures: new FailureGroupStatements(db, dynamic),
     retention: new RetentionStatements(db),
     tenantTokens: new TenantTokenStatements(db),
+    replayJobs: new ReplayJobStatements(db),
     minutes: new DeliveryMinuteStatements(db),
     inSavepoint: db.transaction((run: () => unknown) => run()),
   };

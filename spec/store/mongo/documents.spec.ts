@@ -82,7 +82,7 @@ describe('MongoDB documents', () => {
     expect(doc).to.include({ status: 'pending', attempts: 0, round: 0, leaseEpoch: 0, updatedAt: NOW, lastError: null, deliveredAt: null });
     expect(deliveryFromDoc({ ...doc, claimId: new ObjectId(), wokeAt: NOW })).to.deep.equal({
       id: 'dlv_1', eventId: 'evt_1', endpointId: 'ep_1', tenantId: 'acme', eventType: 't', slot: 3, status: 'pending',
-      attempts: 0, nextAttemptAt: NOW + 1, leaseEpoch: 0, lastError: null, createdAt: NOW, updatedAt: NOW, deliveredAt: null,
+      attempts: 0, round: 0, nextAttemptAt: NOW + 1, leaseEpoch: 0, lastError: null, createdAt: NOW, updatedAt: NOW, deliveredAt: null,
       sequence: 12, orderingKey: 'order-7',
     });
   });
