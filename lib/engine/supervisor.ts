@@ -108,6 +108,8 @@ export class Supervisor {
    * (a finished attempt's, say) fans out again.
    */
   #fanOutHeld = false;
+  /** The last round was cut short for a publish (see `#cutShort`): this one runs to its end. */
+  #lastRoundCut = false;
   /** The last discovery stopped at the mailbox budget, at this time: there may be work it did not see. */
   #truncatedDiscoveryAt: number | undefined;
   /**
@@ -241,11 +243,25 @@ export class Supervisor {
       this.#discover = false;
       this.#fanOutWanted = false;
       try {
+        // Held before this round: quiet tenants' events first, ahead of the busy ones' next batch.
+        const heldBefore = this.#fanOutHeld;
+        if (asked && heldBefore) await this.#fanOutQuiet();
         if (fanOut) await this.#fanOut();
-        if (asked && this.#fanOutHeld) await this.#fanOutQuiet();
+        if (asked && !heldBefore && this.#fanOutHeld) await this.#fanOutQuiet();
+        if (this.#cutShort()) {
+          // The discovery asked for runs in the next round.
+          this.#discover ||= discover;
+          this.#lastRoundCut = true;
+          continue;
+        }
         if (discover) await this.#discoverAndClaim();
+        if (this.#cutShort()) {
+          this.#lastRoundCut = true;
+          continue;
+        }
         await this.#refill();
         this.#evictIdle();
+        this.#lastRoundCut = false;
       } catch (error) {
         this.#deps.emit('failure', { where: 'supervisor pump', error });
         return;
@@ -274,7 +290,23 @@ export class Supervisor {
       if (events.length === 0) return;
       writtenPending += await this.#fanOutEvents(events, this.#room());
       if (events.length < wanted || this.#closed) return;
+      if (this.#cutShort()) {
+        // There may be more: the next round fans out again, after the new events' quiet tenants.
+        this.#fanOutHeld = true;
+        return;
+      }
     }
+  }
+
+  /**
+   * Whether this round ends at the current stage: a local publish arrived during it, and the round
+   * before ran to its end. The next round (which `published()` asked for) then reaches the new
+   * events after one stage, not after the rest of this one (a busy tenant's fan-out batches, a
+   * discovery, a refill); never two rounds cut in a row, so a stream of publishes cannot keep
+   * discovery and refills from running.
+   */
+  #cutShort(): boolean {
+    return this.#fanOutWanted && !this.#closed && !this.#lastRoundCut;
   }
 
   /**
