@@ -65,6 +65,43 @@ describe('Tenant-fair scheduling (engine)', () => {
     });
   });
 
+  context('when a quiet tenant publishes while a pump fans out a busy tenant\'s events in batches', () => {
+    it('reads the quiet tenant\'s event at the end of the batch under way, before the busy tenant\'s next batch', async () => {
+      // maxInFlight 64: a mailbox budget of 256, which 40 endpoints of concurrency 4 (8 each) can fill.
+      t = await startHerald({ delivery: { maxInFlight: 64 } }, { start: false });
+      server = await startServer(() => 'hold');
+      const aIds: string[] = [];
+      for (let i = 0; i < 40; i++) aIds.push((await t.herald.createEndpoint({ tenantId: 'acme', url: `${server.url}/a/${i}` })).endpoint.id);
+      await t.herald.publish(Array.from({ length: 300 }, (_, n) => ({ tenantId: 'acme', type: 'a.b', endpointId: aIds[n % 40]!, payload: { n } })));
+      await t.herald.createEndpoint({ tenantId: 'beta', url: `${server.url}/b` });
+      const { store } = t.herald;
+      const reads: string[] = [];
+      const unfannedEvents = store.unfannedEvents.bind(store);
+      store.unfannedEvents = async (limit, exceptTenantIds) => {
+        const events = await unfannedEvents(limit, exceptTenantIds);
+        reads.push(`${exceptTenantIds === undefined ? 'outbox' : 'past busy'}: ${[...new Set(events.map((e) => e.tenantId))].join(',')}`);
+        return events;
+      };
+      const recordFanOuts = store.recordFanOuts.bind(store);
+      let published = false;
+      store.recordFanOuts = async (fanOuts, now, claim) => {
+        const claimed = await recordFanOuts(fanOuts, now, claim);
+        if (!published) {
+          // During the first batch of acme's fan-out: beta publishes.
+          published = true;
+          await t.herald.publish({ tenantId: 'beta', type: 'a.b', payload: { quiet: true } });
+        }
+        return claimed;
+      };
+      await t.herald.start();
+      await t.herald.idle();
+      // In event order, acme's other two batches (100 and 56 events) would come first.
+      expect(reads.slice(0, 2)).to.deep.equal(['outbox: acme', 'past busy: beta']);
+      expect(reads.filter((read) => read === 'outbox: acme')).to.have.length(3);
+      expect(await t.herald.store.countDeliveries()).to.include({ in_flight: 256, pending: 0 });
+    });
+  });
+
   /**
    * acme fills the mailbox budget (maxInFlight 2: 8 deliveries, 4 endpoints of concurrency 1) with
    * a backlog left in the outbox, every request held: nothing finishes and no time passes, so only
