@@ -30,7 +30,7 @@ import type { OperatorTriageState, TriageOutcome } from './dead-letters/triage.t
 import { validateBulkTriageInput, validateTriageInput } from './dead-letters/triage-input.ts';
 import { BreakerFamily, type BreakerState } from './engine/breaker.ts';
 import type { EngineEvents } from './engine/engine-events.ts';
-import { InFlightLimiter } from './engine/in-flight-limiter.ts';
+import { ORIGIN_DEPTH_PER_CONNECTION, SendPermits } from './engine/send-permits.ts';
 import { Supervisor } from './engine/supervisor.ts';
 import { Ticker } from './engine/ticker.ts';
 import { TickerWakeTimers } from './engine/wake-timers.ts';
@@ -182,7 +182,7 @@ export class Herald {
   readonly secretKeys: SecretKeys;
   readonly #ticker: Ticker;
   readonly #breakers: BreakerFamily;
-  readonly #limiter: InFlightLimiter;
+  readonly #limiter: SendPermits;
   readonly #leases: LeaseKeeper;
   /** This process's record beside the data, and the reaping of dead predecessors (none for an injected store). */
   readonly #localNodes: LocalNodes | undefined;
@@ -257,7 +257,11 @@ export class Herald {
     this.#signer = new SigningPool({ threads: config.signing.threads });
     this.#ticker = new Ticker({ clock, tickMs: config.engine.tickMs });
     this.#breakers = new BreakerFamily(clock, config.breaker);
-    this.#limiter = new InFlightLimiter({ maxInFlight: config.delivery.maxInFlight, tenantWeights: config.delivery.tenantWeights });
+    this.#limiter = new SendPermits({
+      maxInFlight: config.delivery.maxInFlight,
+      originDepth: config.delivery.connectionsPerOrigin * ORIGIN_DEPTH_PER_CONNECTION,
+      tenantWeights: config.delivery.tenantWeights,
+    });
     const emit = this.events.emit.bind(this.events) as <K extends keyof EngineEvents>(name: K, ...args: EngineEvents[K]) => void;
     this.#leases = new LeaseKeeper(
       {

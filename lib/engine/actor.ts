@@ -5,7 +5,7 @@
  * runs through the mailbox (a p-queue with the endpoint's concurrency, where
  * replayed deliveries queue in a lower lane than new ones, `MailboxLane`):
  *
- *   enqueue ─► mailbox ─► token ─► gate ─┬─ send:  limiter permit (tenant, endpoint) ─► sign ─► breaker.run(send) ─► classify ─► settle
+ *   enqueue ─► mailbox ─► token ─► gate ─┬─ send:  permits (origin, node; by tenant, endpoint) ─► sign ─► breaker.run(send) ─► classify ─► settle
  *                                        ├─ probe: the same, as the breaker's single probe
  *                                        ├─ hold:  a probe is out; wait for its result in memory
  *                                        └─ release: paused (429), breaker open, disabled or closing:
@@ -44,7 +44,7 @@ import { adaptiveLimitFor, type AdaptiveLimit } from './adaptive-limit.ts';
 import { BreakerState, type BreakerListener, type EndpointBreaker } from './breaker.ts';
 import { EndpointHealth, type HealthOptions } from './endpoint-health.ts';
 import { OperationalEventType, type EmitEngineEvent } from './engine-events.ts';
-import type { InFlightLimiter } from './in-flight-limiter.ts';
+import type { SendPermits } from './send-permits.ts';
 import { TokenBucket } from './token-bucket.ts';
 
 export interface SendResult {
@@ -71,7 +71,8 @@ export interface WakeListener {
 export interface ActorDeps {
   readonly clock: Clock;
   readonly random: Random;
-  readonly limiter: InFlightLimiter;
+  /** A place at the endpoint's origin and a node permit, held while an attempt is signed and sent. */
+  readonly limiter: SendPermits;
   readonly breakers: { create(listener: BreakerListener): EndpointBreaker };
   /** The actor's wake-up timers on the node-wide ticker. */
   createTimers(listener: WakeListener): WakeTimers;
@@ -275,7 +276,7 @@ export class EndpointActor implements BreakerListener, WakeListener {
     }
 
     const endpoint = this.#endpoint;
-    const releasePermit = await this.#deps.limiter.acquire(endpoint.tenantId, endpoint.id);
+    const releasePermit = await this.#deps.limiter.acquire(endpoint);
     let sent: SendResult | undefined;
     const startedAt = clock.now();
     const generation = this.#adaptive?.generation ?? 0;

@@ -22,7 +22,8 @@
  *                   fan-out stopped at the mailbox budget
  *   refill:         claim for the actors with room whose endpoints may have
  *                   more due (they got all they asked for, or were skipped
- *                   for being full) — only for them, so its cost follows the
+ *                   for being full), round-robin between their tenants, then
+ *                   their endpoints — only for them, so its cost follows the
  *                   rows taken; an endpoint that gets less than it asked for
  *                   has no more due and leaves the set until discovered again
  *
@@ -46,6 +47,7 @@ import { EndpointActor, type ActorDeps } from './actor.ts';
 import type { EmitEngineEvent } from './engine-events.ts';
 import { ClaimPacer } from './claim-pacer.ts';
 import { planDeliveries } from './fanout.ts';
+import { RefillQueue } from './refill-queue.ts';
 import { SettleBatcher } from './settle-batcher.ts';
 
 export interface SupervisorOptions {
@@ -108,13 +110,15 @@ export class Supervisor {
    * (a finished attempt's, say) fans out again.
    */
   #fanOutHeld = false;
+  /** The last round was cut short for a publish (see `#cutShort`): this one runs to its end. */
+  #lastRoundCut = false;
   /** The last discovery stopped at the mailbox budget, at this time: there may be work it did not see. */
   #truncatedDiscoveryAt: number | undefined;
   /**
-   * Endpoints that may have more due than their actor holds; refilled in this
-   * order (served ones go to the back, so a short budget is shared round-robin).
+   * Endpoints that may have more due than their actor holds; refilled round-robin between tenants,
+   * then between a tenant's endpoints (served ones go to the back, so a short budget is shared).
    */
-  readonly #mayHaveMore = new Set<string>();
+  readonly #mayHaveMore = new RefillQueue();
   /** When a discovery last claimed for each rate-limited actor (see `#leftToRefills`). */
   readonly #discoveredAt = new WeakMap<EndpointActor, number>();
 
@@ -241,11 +245,25 @@ export class Supervisor {
       this.#discover = false;
       this.#fanOutWanted = false;
       try {
+        // Held before this round: quiet tenants' events first, ahead of the busy ones' next batch.
+        const heldBefore = this.#fanOutHeld;
+        if (asked && heldBefore) await this.#fanOutQuiet();
         if (fanOut) await this.#fanOut();
-        if (asked && this.#fanOutHeld) await this.#fanOutQuiet();
+        if (asked && !heldBefore && this.#fanOutHeld) await this.#fanOutQuiet();
+        if (this.#cutShort()) {
+          // The discovery asked for runs in the next round.
+          this.#discover ||= discover;
+          this.#lastRoundCut = true;
+          continue;
+        }
         if (discover) await this.#discoverAndClaim();
+        if (this.#cutShort()) {
+          this.#lastRoundCut = true;
+          continue;
+        }
         await this.#refill();
         this.#evictIdle();
+        this.#lastRoundCut = false;
       } catch (error) {
         this.#deps.emit('failure', { where: 'supervisor pump', error });
         return;
@@ -274,7 +292,23 @@ export class Supervisor {
       if (events.length === 0) return;
       writtenPending += await this.#fanOutEvents(events, this.#room());
       if (events.length < wanted || this.#closed) return;
+      if (this.#cutShort()) {
+        // There may be more: the next round fans out again, after the new events' quiet tenants.
+        this.#fanOutHeld = true;
+        return;
+      }
     }
+  }
+
+  /**
+   * Whether this round ends at the current stage: a local publish arrived during it, and the round
+   * before ran to its end. The next round (which `published()` asked for) then reaches the new
+   * events after one stage, not after the rest of this one (a busy tenant's fan-out batches, a
+   * discovery, a refill); never two rounds cut in a row, so a stream of publishes cannot keep
+   * discovery and refills from running.
+   */
+  #cutShort(): boolean {
+    return this.#fanOutWanted && !this.#closed && !this.#lastRoundCut;
   }
 
   /**
@@ -359,7 +393,7 @@ export class Supervisor {
           capacity -= 1;
           room -= 1;
         } else {
-          this.#mayHaveMore.add(d.endpointId);
+          this.#mayHaveMore.add(d.endpointId, d.tenantId);
         }
         left.set(d.endpointId, capacity);
       }
@@ -391,12 +425,12 @@ export class Supervisor {
         if (capacity > 0 && !this.#leftToRefills(actor, capacity, now)) continue;
         skip.push(id);
         // Full (or paused) now: whatever it has waiting is claimed by a refill once it has room.
-        this.#mayHaveMore.add(id);
+        this.#mayHaveMore.add(id, actor.endpoint.tenantId);
       }
       const limit = Math.min(this.#options.claimBatchSize, room);
       const jobs = await store.claimDue({ owner: this.#deps.owner, now, limit, perEndpointLimit, skipEndpointIds: skip });
       const claimed = await this.#dispatchAll(jobs);
-      for (const [endpointId, count] of claimed) if (count >= perEndpointLimit) this.#mayHaveMore.add(endpointId);
+      for (const [endpointId, { count, tenantId }] of claimed) if (count >= perEndpointLimit) this.#mayHaveMore.add(endpointId, tenantId);
       if (jobs.length < limit) return;
     }
   }
@@ -422,7 +456,7 @@ export class Supervisor {
       const now = clock.now();
       let room = Math.min(this.#room(), this.#options.claimBatchSize);
       const wants: Array<{ endpointId: string; limit: number }> = [];
-      for (const endpointId of this.#mayHaveMore) {
+      for (const endpointId of this.#mayHaveMore.inTurn()) {
         if (room <= 0) break;
         const actor = this.#actors.get(endpointId);
         if (actor === undefined) {
@@ -439,11 +473,12 @@ export class Supervisor {
       const claimed = await this.#dispatchAll(await store.claimForEndpoints({ owner: this.#deps.owner, now, endpoints: wants }));
       let full = false;
       for (const { endpointId, limit } of wants) {
-        this.#mayHaveMore.delete(endpointId);
-        // Got all it asked for: there may be more; to the back of the line.
-        if ((claimed.get(endpointId) ?? 0) >= limit) {
-          this.#mayHaveMore.add(endpointId);
+        // Got all it asked for: there may be more; to the back of the line (its tenant too).
+        if ((claimed.get(endpointId)?.count ?? 0) >= limit) {
+          this.#mayHaveMore.served(endpointId);
           full = true;
+        } else {
+          this.#mayHaveMore.delete(endpointId);
         }
       }
       if (!full) return;
@@ -451,11 +486,13 @@ export class Supervisor {
   }
 
   /** Hands every job to its actor; returns how many each endpoint got. */
-  async #dispatchAll(jobs: readonly DeliveryJob[]): Promise<Map<string, number>> {
-    const claimed = new Map<string, number>();
+  async #dispatchAll(jobs: readonly DeliveryJob[]): Promise<Map<string, { count: number; readonly tenantId: string }>> {
+    const claimed = new Map<string, { count: number; readonly tenantId: string }>();
     for (const job of jobs) {
-      const endpointId = job.delivery.endpointId;
-      claimed.set(endpointId, (claimed.get(endpointId) ?? 0) + 1);
+      const { endpointId, tenantId } = job.delivery;
+      const seen = claimed.get(endpointId);
+      if (seen === undefined) claimed.set(endpointId, { count: 1, tenantId });
+      else seen.count += 1;
       await this.#dispatch(job);
     }
     return claimed;

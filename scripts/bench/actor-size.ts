@@ -23,7 +23,7 @@ import { resolveConfig } from '../../lib/config/config.ts';
 import { EndpointActor, type ActorDeps, type SendResult } from '../../lib/engine/actor.ts';
 import { BreakerFamily } from '../../lib/engine/breaker.ts';
 import type { EmitEngineEvent, EngineEvents } from '../../lib/engine/engine-events.ts';
-import { InFlightLimiter } from '../../lib/engine/in-flight-limiter.ts';
+import { SendPermits } from '../../lib/engine/send-permits.ts';
 import { Ticker } from '../../lib/engine/ticker.ts';
 import { TickerWakeTimers } from '../../lib/engine/wake-timers.ts';
 import { DeliveryMode, type DeliveryJob, type Endpoint } from '../../lib/model.ts';
@@ -71,7 +71,7 @@ events.on('attempt', () => attempts++);
 const deps: ActorDeps = {
   clock,
   random: seededRandom(1),
-  limiter: new InFlightLimiter({ maxInFlight: 1_000_000 }),
+  limiter: new SendPermits({ maxInFlight: 1_000_000, originDepth: 1_000_000 }),
   breakers,
   createTimers: (listener) => new TickerWakeTimers(ticker, listener),
   health: config.health,

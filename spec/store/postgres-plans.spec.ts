@@ -131,3 +131,66 @@ describe('PostgresStore hot statements on a long history (EXPLAIN)', function ()
     });
   }
 });
+
+/**
+ * The fan-out past a busy tenant's backlog (`unfannedEvents(limit, exceptTenantIds)`), beside 50 000
+ * waiting events of one tenant: it finds the tenants with events waiting by skipping through the
+ * partial index `events_unfanned_tenant` (one lookup per tenant), so the rows it reads follow the
+ * number of tenants waiting and the limit, never the busy tenant's backlog.
+ */
+describe('PostgresStore fan-out past a busy tenant\'s backlog (EXPLAIN ANALYZE)', function () {
+  this.timeout(60_000);
+  const SCHEMA_TENANTS = 'herald_plans_tenants';
+  const FANNED = 50_000;
+  const BUSY_BACKLOG = 50_000;
+  const QUIET_TENANTS = 10;
+  const QUIET_EACH = 2;
+  let pool: pg.Pool;
+  let store: PostgresStore;
+
+  before(async () => {
+    const url = await createTestDatabase();
+    store = new PostgresStore({ connectionString: url, schema: SCHEMA_TENANTS, clock: new ManualClock(NOW) });
+    await store.init({ slotCount: SLOTS });
+    pool = new pg.Pool({ connectionString: url, max: 1 });
+    const s = SCHEMA_TENANTS;
+    // History (fanned out) and the backlog of `bulk`, then a few events of each quiet tenant, published after it.
+    await pool.query(`INSERT INTO ${s}.events (id, tenant_id, type, payload, created_at, endpoint_id, fanned_out_at)
+      SELECT 'evt_' || lpad(g::text, 12, '0'), 'bulk', 'a.b', '{"n":1}', g, NULL, CASE WHEN g <= $1 THEN g END
+      FROM generate_series(1, $2::int) AS g`, [FANNED, FANNED + BUSY_BACKLOG]);
+    await pool.query(`INSERT INTO ${s}.events (id, tenant_id, type, payload, created_at, endpoint_id, fanned_out_at)
+      SELECT 'evt_q' || lpad(t::text, 3, '0') || '_' || n, 'quiet-' || lpad(t::text, 3, '0'), 'a.b', '{"n":1}', $1::bigint + t * 10 + n, NULL, NULL
+      FROM generate_series(1, $2::int) AS t, generate_series(1, $3::int) AS n`, [FANNED + BUSY_BACKLOG, QUIET_TENANTS, QUIET_EACH]);
+    await pool.query(`ANALYZE ${s}.events`);
+  });
+
+  after(async () => {
+    await pool?.end();
+    await store?.close();
+  });
+
+  interface AnalyzedNode extends PlanNode {
+    'Actual Rows': number;
+    'Actual Loops': number;
+    Plans?: AnalyzedNode[];
+  }
+
+  it('reads the quiet tenants\' events through events_unfanned_tenant, never scanning the busy tenant\'s backlog', async () => {
+    const statement = new FanOutQueries(SCHEMA_TENANTS).statements.unfannedExcept;
+    const { rows } = await pool.query<{ 'QUERY PLAN': [{ Plan: AnalyzedNode }] }>(
+      `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, [100, ['bulk']]);
+    const tree = rows[0]!['QUERY PLAN'][0].Plan;
+    if (process.env.HERALD_SPEC_PLANS === '1') console.log(describePlan(tree, 4).map((line) => `      ${line}`).join('\n'));
+    const nodes = nodesOf(tree) as AnalyzedNode[];
+    const onEvents = nodes.filter((node) => node['Relation Name'] === 'events');
+    expect(onEvents.filter((node) => node['Node Type'] === 'Seq Scan'), 'a scan of the whole outbox').to.deep.equal([]);
+    expect(new Set(onEvents.map((node) => node['Index Name']))).to.deep.equal(new Set(['events_unfanned_tenant']));
+    // One lookup per waiting tenant to find them (11, and one past the last), at most `limit` rows per tenant
+    // after that (100 of bulk's at most, if its exclusion is not pushed down): far from its 50 000.
+    const rowsRead = onEvents.reduce((sum, node) => sum + node['Actual Rows'] * node['Actual Loops'], 0);
+    expect(rowsRead).to.be.at.most(2 * (QUIET_TENANTS + 2) + 100 + QUIET_TENANTS * QUIET_EACH);
+    const returned = (await store.unfannedEvents(100, ['bulk'])).map((event) => event.tenantId);
+    expect(returned).to.have.length(QUIET_TENANTS * QUIET_EACH);
+    expect(returned.every((tenantId) => tenantId.startsWith('quiet-'))).to.equal(true);
+  });
+});

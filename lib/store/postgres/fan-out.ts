@@ -21,7 +21,7 @@ export class FanOutQueries {
   readonly #record: Statement;
   readonly #getEvent: Statement;
   /** The hot statements by name, for their plans (spec/store/postgres-plans.spec.ts). */
-  readonly statements: Readonly<Record<'unfanned' | 'countUnfanned' | 'recordFanOuts', Statement>>;
+  readonly statements: Readonly<Record<'unfanned' | 'unfannedExcept' | 'countUnfanned' | 'recordFanOuts', Statement>>;
 
   constructor(schema: string) {
     const s = schema;
@@ -122,7 +122,12 @@ export class FanOutQueries {
       UNION ALL
       SELECT 'notified', ${NO_DELIVERY}
       FROM (SELECT ${workNotice(s)} FROM inserted WHERE status = 'pending' LIMIT 1) notice`);
-    this.statements = { unfanned: this.#unfanned, countUnfanned: this.#countUnfanned, recordFanOuts: this.#record };
+    this.statements = {
+      unfanned: this.#unfanned,
+      unfannedExcept: this.#unfannedExcept,
+      countUnfanned: this.#countUnfanned,
+      recordFanOuts: this.#record,
+    };
   }
 
   /** Idempotent: an event whose id is already stored is left as it is. One statement for the batch. */
