@@ -339,7 +339,7 @@ export class Supervisor {
       // Chosen but written pending (a FIFO line's later delivery, the lease lost): for a refill.
       const inFlight = new Set(claimed.map((d) => d.id));
       for (const { deliveries } of fanOuts) {
-        for (const d of deliveries) if (deliveryIds.has(d.id) && !inFlight.has(d.id)) this.#mayHaveMore.add(d.endpointId);
+        for (const d of deliveries) if (deliveryIds.has(d.id) && !inFlight.has(d.id)) this.#mayHaveMore.add(d.endpointId, d.tenantId);
       }
     }
     if (claimed.length > 0) {
@@ -541,7 +541,7 @@ export class Supervisor {
         const applied = await this.#settler.settle(settlement);
         if (!applied) this.#deps.onFenced(settlement.deliveryId);
         // A FIFO line's head is final: the next of its line is due now, not at the next sweep.
-        if (applied && isFifoLineEnd(settlement, actor.endpoint)) this.#mayHaveMore.add(actor.endpoint.id);
+        if (applied && isFifoLineEnd(settlement, actor.endpoint)) this.#mayHaveMore.add(actor.endpoint.id, actor.endpoint.tenantId);
         // A finished attempt frees room in the mailbox: look for more work, a few places at a
         // time, or at once when this actor has nothing left queued.
         this.#pacer.freed(actor.queued === 0);

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { ManualClock } from '../../lib/clock.ts';
 import { EndpointActor, type ActorDeps, type SendResult } from '../../lib/engine/actor.ts';
 import { BreakerFamily } from '../../lib/engine/breaker.ts';
-import { InFlightLimiter } from '../../lib/engine/in-flight-limiter.ts';
+import { SendPermits } from '../../lib/engine/send-permits.ts';
 import { defaultConfig } from '../../lib/config/config.ts';
 import type { DeliveryJob, Endpoint } from '../../lib/model.ts';
 
@@ -38,7 +38,7 @@ describe('EndpointActor mailbox lanes', () => {
       const deps: ActorDeps = {
         clock,
         random: () => 0.5,
-        limiter: new InFlightLimiter({ maxInFlight: 100 }),
+        limiter: new SendPermits({ maxInFlight: 100, originDepth: 2 }),
         breakers,
         createTimers: () => ({ schedule: () => {}, size: 0, close: () => {} }),
         health: config.health,
