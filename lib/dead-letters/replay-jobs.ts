@@ -89,6 +89,13 @@ const MAX_CHUNK = 1000;
 export const PACE_FACTOR = 2;
 /** Looks failing one after another before the job ends failed (a store down for a moment is not fatal). */
 const FAILED_LOOKS_TO_GIVE_UP = 5;
+/**
+ * Releases in one look at most: then its progress is saved and, when there is more to release at
+ * once, another round follows straight away. A look that went on while the settles kept room coming
+ * would otherwise save nothing and hold the round, so the other jobs and the lease renewal, for the
+ * whole job.
+ */
+const STEPS_PER_LOOK = 10;
 /** Jobs `GET /v1/replays` lists, the newest. */
 const LISTED = 100;
 
@@ -127,6 +134,8 @@ export interface ReplayJobsDeps {
 interface HeldJob {
   record: ReplayJobRecord;
   failedLooks: number;
+  /** Looks finished (failed ones too): `create()` answers after the first. */
+  looks: number;
 }
 
 export class ReplayJobs {
@@ -195,9 +204,11 @@ export class ReplayJobs {
     };
     await this.#deps.store.createReplayJob(record);
     if (!this.#closed) {
-      this.#held.set(record.id, { record, failedLooks: 0 });
+      const held: HeldJob = { record, failedLooks: 0, looks: 0 };
+      this.#held.set(record.id, held);
       this.#kick(false);
-      await this.settled();
+      // Its first look only: rounds follow one another as long as deliveries settle.
+      while (this.#running !== undefined && held.looks === 0 && this.#held.get(record.id) === held) await this.#running;
     }
     return this.get(record.id);
   }
@@ -310,7 +321,7 @@ export class ReplayJobs {
     for (const id of this.#held.keys()) if (!ids.has(id)) this.#held.delete(id);
     for (const record of held) {
       const known = this.#held.get(record.id);
-      if (known === undefined) this.#held.set(record.id, { record, failedLooks: 0 });
+      if (known === undefined) this.#held.set(record.id, { record, failedLooks: 0, looks: 0 });
       else known.record = { ...known.record, leaseUntil: record.leaseUntil };
     }
   }
@@ -326,11 +337,12 @@ export class ReplayJobs {
       }
       const before = job.record;
       let step: 'again' | 'wait' | 'done' = 'again';
-      while (step === 'again') {
+      for (let steps = 0; step === 'again' && steps < STEPS_PER_LOOK; steps++) {
         if (this.#closed || this.#held.get(job.record.id) !== job) return;
         step = await this.#step(job);
       }
       await this.#save(job, before);
+      if (step === 'again') this.#again = true;
       if (step === 'done' && this.#held.get(job.record.id) === job) await this.#end(job, ReplayJobState.DONE, null);
       job.failedLooks = 0;
     } catch (error) {
@@ -340,6 +352,8 @@ export class ReplayJobs {
         const message = error instanceof Error ? error.message : String(error);
         await this.#end(job, ReplayJobState.FAILED, message).catch((failure: unknown) => this.#deps.onError(job.record.id, failure));
       }
+    } finally {
+      job.looks++;
     }
   }
 

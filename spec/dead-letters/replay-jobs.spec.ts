@@ -189,6 +189,36 @@ describe('ReplayJobs', () => {
     });
   });
 
+  context('when the endpoint takes every replay as soon as it is released', () => {
+    it('answers create() after the first look, its progress saved, and goes on in further rounds to the end', async () => {
+      await backlog.open({ ep_1: 5 });
+      await backlog.kill(['ep_1'], 300);
+      // An endpoint with no latency: each release is delivered before the next step, so every step
+      // finds room again. One look is 10 steps of at most 10 (2 × the limit 5), then it saves.
+      const instant: ReplayJobStore = new Proxy(backlog.store as Store, {
+        get(target, name, receiver) {
+          const value = Reflect.get(target, name, receiver) as unknown;
+          if (typeof value !== 'function') return value;
+          if (name !== 'replayDeadLetters') return (...args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target, args);
+          return async (...args: unknown[]) => {
+            const replayed = await (value as (...a: unknown[]) => Promise<unknown[]>).apply(target, args);
+            await backlog.deliver('ep_1', 1_000);
+            return replayed;
+          };
+        },
+      });
+      const { jobs } = started('node-a', instant, { ep_1: 5 });
+      await jobs.settled();
+
+      const job = await jobs.create({ endpointId: 'ep_1' }, { chunkSize: 50 });
+      expect(job, 'the first look only: 10 steps of 10').to.include({ state: ReplayJobState.RUNNING, replayed: 100 });
+      expect(await backlog.store.getReplayJob(job.id), 'saved before create() answers').to.include({ replayed: 100 });
+      await jobs.settled();
+      expect(await jobs.get(job.id)).to.include({ state: ReplayJobState.DONE, replayed: 300 });
+      expect((await backlog.rounds()).every((round) => round === 1)).to.equal(true);
+    });
+  });
+
   context('when settles come faster than the settle gap', () => {
     it('gathers them into one look once 25 ms have passed since the last', async () => {
       await backlog.open({ ep_1: 2 });
