@@ -136,6 +136,12 @@ interface HeldJob {
   failedLooks: number;
   /** Looks finished (failed ones too): `create()` answers after the first. */
   looks: number;
+  /**
+   * The endpoints left out of the last read past the blocked ones that found nothing: nothing of
+   * the job lies past the cursor but theirs. The cursor only moves on, so while every one of them
+   * is still blocked, that read would find nothing again.
+   */
+  nothingPast?: ReadonlySet<string>;
 }
 
 export class ReplayJobs {
@@ -384,10 +390,17 @@ export class ReplayJobs {
     // Every dead letter before the first one left behind is released: the cursor moves up to it.
     const cursor = firstLeft === 0 ? record.cursor : (head[(firstLeft < 0 ? head.length : firstLeft) - 1]?.id ?? record.cursor);
     let waiting = live;
-    if (firstLeft >= 0) {
-      // Past the endpoints without room, the others' next dead letters: a slow endpoint holds back only its own.
-      const blocked = [...room].filter(([, left]) => left <= 0).map(([endpointId]) => endpointId);
-      const tail = await store.replayableDeadLetterPage(record.filter, cursor, record.chunkSize, blocked);
+    const blocked = new Set([...room].filter(([, left]) => left <= 0).map(([endpointId]) => endpointId));
+    // Past the endpoints without room, the others' next dead letters: a slow endpoint holds back
+    // only its own. Not when it is known to find nothing: that read walks the rest of the backlog,
+    // and it is the last step of most looks once every endpoint of the job is full.
+    const knownEmpty = job.nothingPast !== undefined && [...job.nothingPast].every((endpointId) => blocked.has(endpointId));
+    if (firstLeft >= 0 && !knownEmpty) {
+      const past = await store.replayableDeadLetterPage(record.filter, cursor, record.chunkSize, [...blocked]);
+      if (past.length === 0) job.nothingPast = blocked;
+      // The head's letters after the first one left behind are read again: those taken already are not taken twice.
+      const taken = new Set(released);
+      const tail = past.filter((letter) => !taken.has(letter.id));
       waiting += await this.#room(room, tail);
       take(tail, room, released);
     }

@@ -219,6 +219,44 @@ describe('ReplayJobs', () => {
     });
   });
 
+  context('when every endpoint of the job is full', () => {
+    it('reads past them once; while they stay full, later looks do not walk the backlog again', async () => {
+      await backlog.open({ ep_1: 1, ep_2: 1 });
+      await backlog.kill(['ep_1', 'ep_2'], 40);
+      let readsPast = 0;
+      const counting: ReplayJobStore = new Proxy(backlog.store as Store, {
+        get(target, name, receiver) {
+          const value = Reflect.get(target, name, receiver) as unknown;
+          if (typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            if (name === 'replayableDeadLetterPage' && ((args[3] as string[] | undefined)?.length ?? 0) > 0) readsPast++;
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+      const { jobs } = started('node-a', counting);
+      const job = await jobs.create({ tenantId: 'acme' }, { chunkSize: 10 });
+      expect(job.replayed, '2 × 1 for each endpoint').to.equal(4);
+      expect(readsPast, 'the first look read past both: nothing').to.equal(1);
+
+      await tick(backlog, jobs);
+      expect(readsPast, 'a poll with both still full: no read past them').to.equal(1);
+      await backlog.deliver('ep_1', 2);
+      jobs.nudge();
+      await jobs.settled();
+      expect((await jobs.get(job.id)).replayed, 'ep_1 refilled from the head').to.equal(6);
+      expect(readsPast, 'full again, both: still no read past them').to.equal(1);
+
+      for (let round = 0; round < 40 && (await jobs.get(job.id)).state === ReplayJobState.RUNNING; round++) {
+        await backlog.deliver('ep_1', 2);
+        await backlog.deliver('ep_2', 2);
+        await tick(backlog, jobs);
+      }
+      expect(await jobs.get(job.id)).to.include({ state: ReplayJobState.DONE, replayed: 40 });
+      expect((await backlog.rounds()).every((round) => round === 1)).to.equal(true);
+    });
+  });
+
   context('when settles come faster than the settle gap', () => {
     it('gathers them into one look once 25 ms have passed since the last', async () => {
       await backlog.open({ ep_1: 2 });
