@@ -90,8 +90,8 @@ export const PACE_FACTOR = 2;
 /** Looks failing one after another before the job ends failed (a store down for a moment is not fatal). */
 const FAILED_LOOKS_TO_GIVE_UP = 5;
 /**
- * Releases in one look at most: then its progress is saved and, when there is more to release at
- * once, another round follows straight away. A look that went on while the settles kept room coming
+ * Steps (a read, a count, a release) in one look at most: then its progress is saved and, when
+ * there is more to release at once, another round follows straight away. A look that went on while the settles kept room coming
  * would otherwise save nothing and hold the round, so the other jobs and the lease renewal, for the
  * whole job.
  */
