@@ -22,8 +22,11 @@
  * at most once per `lookGapMs`): read the next `chunkSize` open dead letters
  * after the cursor, count each of their endpoints' replayed deliveries still
  * pending or in flight (one counting read), and release a dead letter only
- * while its endpoint has fewer than `PACE_FACTOR` × its concurrency limit of
- * them (the adaptive limit of its actor on this node when it has one). When
+ * while its endpoint has fewer than `PACE_FACTOR` × its replays' share of its
+ * concurrency limit of them (`replaySlots`: the actor lets replays hold only
+ * that share of its slots, and of its claims, so new events always find room
+ * in both; the limit is the adaptive one of its actor on this node when it has
+ * one). When
  * some are left behind (their endpoint has no room), a second read takes the
  * next ones past them, of the other endpoints only, so a slow endpoint holds
  * back only its own dead letters.
@@ -45,6 +48,7 @@ import type { Clock, TimerHandle } from '../clock.ts';
 import { NotFoundError, ValidationError } from '../errors.ts';
 import { ReplayJobState, type Endpoint, type ReplayJobFilter, type ReplayJobRecord } from '../model.ts';
 import type { ReplayableDeadLetter, Store } from '../store/port.ts';
+import { replaySlots } from '../engine/replay-lane.ts';
 
 export { ReplayJobState } from '../model.ts';
 
@@ -85,7 +89,7 @@ const DEFAULTS = Object.freeze({ pollMs: SECOND, leaseMs: 30 * SECOND, lookGapMs
   ReplayJobsOptions & ReplayJobOptions
 >;
 const MAX_CHUNK = 1000;
-/** An endpoint gets replays while fewer than this many times its concurrency limit are live. */
+/** An endpoint gets replays while fewer than this many times its replays' share of its concurrency limit are live. */
 export const PACE_FACTOR = 2;
 /** Looks failing one after another before the job ends failed (a store down for a moment is not fatal). */
 const FAILED_LOOKS_TO_GIVE_UP = 5;
@@ -422,7 +426,7 @@ export class ReplayJobs {
     for (const endpointId of endpointIds) {
       const count = live[endpointId] ?? 0;
       total += count;
-      room.set(endpointId, PACE_FACTOR * (await this.#limitOf(endpointId)) - count);
+      room.set(endpointId, PACE_FACTOR * replaySlots(await this.#limitOf(endpointId)) - count);
     }
     return total;
   }

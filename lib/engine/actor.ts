@@ -3,9 +3,11 @@
  *
  * The supervisor claims deliveries and hands them in with `enqueue()`. Each
  * runs through the mailbox (a p-queue with the endpoint's concurrency, where
- * replayed deliveries queue in a lower lane than new ones, `MailboxLane`):
+ * replayed deliveries queue in a lower lane than new ones, `MailboxLane`, and
+ * enter only up to their share of the concurrency, `ReplayLane`, so a new
+ * event finds a slot free):
  *
- *   enqueue ─► mailbox ─► token ─► gate ─┬─ send:  permits (origin, node; by tenant, endpoint) ─► sign ─► breaker.run(send) ─► classify ─► settle
+ *   enqueue ─► mailbox ─► token ─► gate ─┬─ send:  permits (origin, node; by tenant, endpoint; replays within their share) ─► sign ─► breaker.run(send) ─► classify ─► settle
  *                                        ├─ probe: the same, as the breaker's single probe
  *                                        ├─ hold:  a probe is out; wait for its result in memory
  *                                        └─ release: paused (429), breaker open, disabled or closing:
@@ -43,8 +45,9 @@ import type { AttemptRecord, Settlement } from '../store/port.ts';
 import { adaptiveLimitFor, type AdaptiveLimit } from './adaptive-limit.ts';
 import { BreakerState, type BreakerListener, type EndpointBreaker } from './breaker.ts';
 import { EndpointHealth, type HealthOptions } from './endpoint-health.ts';
+import { ReplayLane } from './replay-lane.ts';
 import { OperationalEventType, type EmitEngineEvent } from './engine-events.ts';
-import type { SendPermits } from './send-permits.ts';
+import { SendLane, type SendPermits } from './send-permits.ts';
 import { TokenBucket } from './token-bucket.ts';
 
 export interface SendResult {
@@ -123,6 +126,8 @@ export class EndpointActor implements BreakerListener, WakeListener {
   readonly #mailbox: PQueue;
   #health: EndpointHealth;
   readonly #held: DeliveryJob[] = [];
+  /** Replays beyond their share of the concurrency; made at the first replay (most actors never see one). */
+  #replays: ReplayLane | undefined;
   /** The endpoint's rate limit; none (no object, no check beyond this field) for an endpoint without one. */
   #rate: TokenBucket | undefined;
   /** The endpoint's adaptive concurrency; none for a fixed one (the mailbox then keeps `concurrency`). */
@@ -158,7 +163,7 @@ export class EndpointActor implements BreakerListener, WakeListener {
 
   /** Deliveries waiting: in the mailbox, held for a probe's result, or for a token of the rate limit. */
   get queued(): number {
-    return this.#mailbox.size + this.#held.length + (this.#rate?.waiting ?? 0);
+    return this.#mailbox.size + this.#held.length + (this.#rate?.waiting ?? 0) + (this.#replays?.waiting ?? 0);
   }
 
   /** Attempts under way (past their token, when rate-limited). */
@@ -189,7 +194,7 @@ export class EndpointActor implements BreakerListener, WakeListener {
     const room = this.#mailbox.concurrency * MAILBOX_DEPTH_PER_SLOT - this.queued - this.running;
     if (this.#rate === undefined) return Math.max(0, room);
     // What the bucket lets start within the horizon, less what already waits for a token or a place.
-    return Math.max(0, Math.min(room, this.#rate.room(now, RATE_HORIZON_MS) - this.#mailbox.size - this.#held.length));
+    return Math.max(0, Math.min(room, this.#rate.room(now, RATE_HORIZON_MS) - this.#mailbox.size - this.#held.length - (this.#replays?.waiting ?? 0)));
   }
 
   /** Idle: nothing queued, running, held or scheduled, breaker closed, not paused, for `idleMs`. */
@@ -222,9 +227,23 @@ export class EndpointActor implements BreakerListener, WakeListener {
 
   enqueue(job: DeliveryJob): void {
     this.#lastActiveAt = this.#deps.clock.now();
-    void this.#mailbox.add(() => this.#run(job), { priority: laneOf(job) }).catch((error: unknown) => {
+    if (laneOf(job) === MailboxLane.REPLAY) {
+      this.#replays ??= new ReplayLane(
+        (replay, finished) => this.#admit(replay, finished),
+        () => this.#mailbox.concurrency,
+      );
+      this.#replays.offer(job);
+    } else {
+      this.#admit(job);
+    }
+  }
+
+  /** Into the mailbox; `finished` (a replay's) is called once the job has left it. */
+  #admit(job: DeliveryJob, finished?: () => void): void {
+    const ran = this.#mailbox.add(() => this.#run(job), { priority: laneOf(job) }).catch((error: unknown) => {
       this.#deps.emit('failure', { where: `actor ${this.#endpoint.id}`, error });
     });
+    if (finished !== undefined) void ran.finally(finished);
   }
 
   /** A wake-up came due: this counts as activity (the delivery it announces may take a moment to claim). */
@@ -250,7 +269,7 @@ export class EndpointActor implements BreakerListener, WakeListener {
     this.#closing = true;
     // Deliveries waiting for a token wake up and are given back with the queued ones.
     this.#rate?.open();
-    for (const job of this.#held.splice(0)) await this.#release(job, this.#deps.clock.now(), 'shutdown');
+    for (const job of [...this.#held.splice(0), ...(this.#replays?.drain() ?? [])]) await this.#release(job, this.#deps.clock.now(), 'shutdown');
     await this.#mailbox.onIdle();
     this.#timers.close();
     this.#breaker.shutdown();
@@ -276,7 +295,7 @@ export class EndpointActor implements BreakerListener, WakeListener {
     }
 
     const endpoint = this.#endpoint;
-    const releasePermit = await this.#deps.limiter.acquire(endpoint);
+    const releasePermit = await this.#deps.limiter.acquire(endpoint, laneOf(job) === MailboxLane.REPLAY ? SendLane.REPLAY : SendLane.NEW);
     let sent: SendResult | undefined;
     const startedAt = clock.now();
     const generation = this.#adaptive?.generation ?? 0;

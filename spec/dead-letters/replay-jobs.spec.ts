@@ -158,15 +158,15 @@ describe('ReplayJobs', () => {
   }
 
   context('when a job runs over one endpoint', () => {
-    it(`keeps its live replays under ${PACE_FACTOR} × the concurrency limit, releases more as they settle (no poll needed), and ends done with each dead letter replayed once`, async () => {
+    it(`keeps its live replays under ${PACE_FACTOR} × the replays' share of the concurrency limit, releases more as they settle (no poll needed), and ends done with each dead letter replayed once`, async () => {
       await backlog.open({ ep_1: 10 });
       await backlog.kill(['ep_1'], 300);
-      const { jobs, signals } = started('node-a', undefined, { ep_1: 3 });
+      const { jobs, signals } = started('node-a', undefined, { ep_1: 4 });
       await jobs.settled();
 
       const job = await jobs.create({ endpointId: 'ep_1' }, { chunkSize: 50 });
       expect(job).to.include({ state: ReplayJobState.RUNNING, total: 300, replayed: 6, waiting: 6, chunkSize: 50 });
-      expect(await backlog.live('ep_1'), 'the actor limit (3), not the endpoint concurrency (10)').to.equal(6);
+      expect(await backlog.live('ep_1'), '2 × 3, the replays\' share of the actor limit (4), not of the endpoint concurrency (10)').to.equal(6);
 
       // The endpoint takes 4: the next look (on the settle, no clock advance) releases 4 more.
       expect(await backlog.deliver('ep_1', 4)).to.equal(4);
@@ -191,10 +191,10 @@ describe('ReplayJobs', () => {
 
   context('when the endpoint takes every replay as soon as it is released', () => {
     it('answers create() after the first look, its progress saved, and goes on in further rounds to the end', async () => {
-      await backlog.open({ ep_1: 5 });
+      await backlog.open({ ep_1: 6 });
       await backlog.kill(['ep_1'], 300);
       // An endpoint with no latency: each release is delivered before the next step, so every step
-      // finds room again. One look is 10 steps of at most 10 (2 × the limit 5), then it saves.
+      // finds room again. One look is 10 steps of at most 10 (2 × 5, the replays' share of the limit 6), then it saves.
       const instant: ReplayJobStore = new Proxy(backlog.store as Store, {
         get(target, name, receiver) {
           const value = Reflect.get(target, name, receiver) as unknown;
@@ -207,7 +207,7 @@ describe('ReplayJobs', () => {
           };
         },
       });
-      const { jobs } = started('node-a', instant, { ep_1: 5 });
+      const { jobs } = started('node-a', instant, { ep_1: 6 });
       await jobs.settled();
 
       const job = await jobs.create({ endpointId: 'ep_1' }, { chunkSize: 50 });
@@ -259,7 +259,7 @@ describe('ReplayJobs', () => {
 
   context('when settles come faster than the settle gap', () => {
     it('gathers them into one look once 25 ms have passed since the last', async () => {
-      await backlog.open({ ep_1: 2 });
+      await backlog.open({ ep_1: 3 });
       await backlog.kill(['ep_1'], 20);
       const made = node(backlog, 'node-a', backlog.store, {}, 25);
       nodes.push(made.jobs);
@@ -283,7 +283,7 @@ describe('ReplayJobs', () => {
 
   context('when a job spans a slow endpoint and a fast one', () => {
     it('paces each under its own limit: the slow one holds back only its own dead letters', async () => {
-      await backlog.open({ ep_slow: 1, ep_fast: 5 });
+      await backlog.open({ ep_slow: 1, ep_fast: 6 });
       // The slow endpoint's dead letters come first and fill whole chunks.
       await backlog.kill(['ep_slow'], 100);
       await backlog.kill(['ep_fast'], 100);
@@ -311,7 +311,7 @@ describe('ReplayJobs', () => {
 
   context('when the node running a job dies between releasing dead letters and saving its cursor', () => {
     it('another node takes the job once the lease ends and finishes it, replaying none twice', async () => {
-      await backlog.open({ ep_1: 5 });
+      await backlog.open({ ep_1: 6 });
       await backlog.kill(['ep_1'], 100);
       // Node A's store: once A has replayed its second lot of dead letters, it hears nothing more
       // back (the process died): that lot's saved progress never comes.
@@ -367,7 +367,7 @@ describe('ReplayJobs', () => {
 
   context('when the node running a job closes', () => {
     it('gives the job back: another node takes it at its next poll, not after the lease', async () => {
-      await backlog.open({ ep_1: 5 });
+      await backlog.open({ ep_1: 6 });
       await backlog.kill(['ep_1'], 50);
       const a = node(backlog, 'node-a');
       a.jobs.start();
@@ -386,7 +386,7 @@ describe('ReplayJobs', () => {
 
   context('when a job is cancelled from another node', () => {
     it('stops: what went out stays replayed, the rest stays dead', async () => {
-      await backlog.open({ ep_1: 5 });
+      await backlog.open({ ep_1: 6 });
       await backlog.kill(['ep_1'], 50);
       const a = started('node-a');
       const b = started('node-b');
@@ -407,7 +407,7 @@ describe('ReplayJobs', () => {
 
   context('when the store keeps failing', () => {
     it('ends the job failed after five looks in a row, saying why', async () => {
-      await backlog.open({ ep_1: 5 });
+      await backlog.open({ ep_1: 6 });
       await backlog.kill(['ep_1'], 50);
       let failing = false;
       const flaky: ReplayJobStore = new Proxy(backlog.store as Store, {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { ReleasePermit } from '../../lib/engine/in-flight-limiter.ts';
-import { originOf, SendPermits } from '../../lib/engine/send-permits.ts';
+import { originOf, SendLane, SendPermits } from '../../lib/engine/send-permits.ts';
 import { ConfigError } from '../../lib/errors.ts';
 
 /** Lets granted permits' promise callbacks run. */
@@ -66,6 +66,49 @@ describe('SendPermits', () => {
       release();
       expect(permits.inFlight).to.equal(0);
       expect(permits.origins).to.equal(0);
+    });
+  });
+
+  context('when replays want every connection of an origin', () => {
+    it('lets them hold three quarters of its connections, so a new event is granted at once', async () => {
+      // Depth 8: 4 connections, 3 of them for replays.
+      const permits = new SendPermits({ maxInFlight: 100, originDepth: 8 });
+      const granted: string[] = [];
+      const held: ReleasePermit[] = [];
+      for (let i = 0; i < 6; i++) {
+        void permits.acquire(endpoint('acme', `e${i % 2}`, 'http://sink.example/'), SendLane.REPLAY).then((release) => {
+          granted.push(`replay-${i}`);
+          held.push(release);
+        });
+      }
+      await turn();
+      expect(granted).to.deep.equal(['replay-0', 'replay-1', 'replay-2']);
+      held.push(await permits.acquire(endpoint('acme', 'e0', 'http://sink.example/'), SendLane.NEW));
+      expect(permits.inFlight).to.equal(4);
+
+      // A replay's release lets the next replay through, in turn between endpoints.
+      held.shift()!();
+      await turn();
+      expect(granted).to.deep.equal(['replay-0', 'replay-1', 'replay-2', 'replay-3']);
+      for (const release of held.splice(0)) release();
+      await turn();
+      for (const release of held.splice(0)) release();
+      expect(permits.inFlight).to.equal(0);
+      expect([permits.origins, permits.replayOrigins]).to.deep.equal([0, 0]);
+    });
+  });
+
+  context('when replays at many origins want every node permit', () => {
+    it('lets them hold three quarters of the permits, so a new event at another origin is granted at once', async () => {
+      const permits = new SendPermits({ maxInFlight: 4, originDepth: 8 });
+      let replaysGranted = 0;
+      for (let i = 0; i < 4; i++) {
+        void permits.acquire(endpoint('acme', `e${i}`, `http://sink-${i}.example/`), SendLane.REPLAY).then(() => replaysGranted++);
+      }
+      await turn();
+      expect(replaysGranted).to.equal(3);
+      await permits.acquire(endpoint('acme', 'new', 'http://other.example/'));
+      expect(permits.inFlight).to.equal(4);
     });
   });
 

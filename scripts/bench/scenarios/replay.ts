@@ -15,6 +15,7 @@
  * minute); on a loaded machine it can reach the scenario's 7-minute limit.
  */
 import { loadavg } from 'node:os';
+import { monitorEventLoopDelay, performance as perf } from 'node:perf_hooks';
 import { publish } from '../../../lib/producer/sqlite-publish.ts';
 import { openBenchHerald, payloadOf, percentile, preciseNow, progress, round, sleep, startSinkProcess, waitFor, type ScenarioOptions, type ScenarioResult } from '../harness.ts';
 
@@ -54,6 +55,9 @@ export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
     /** Publishes new events at RATE until `done()`; returns commit → first byte latencies and the seconds the old ones took. */
     const phase = async (label: string, done: () => boolean | Promise<boolean>, oldExpected: number): Promise<{ latencies: number[]; missing: number; oldSeconds: number }> => {
       const committedAt = new Map<string, number>();
+      const eluBefore = perf.eventLoopUtilization();
+      const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+      loopDelay.enable();
       const arrived = new Map<string, number>();
       let oldSeen = 0;
       const started = performance.now();
@@ -90,6 +94,9 @@ export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
         return arrived.size === committedAt.size;
       }, 20_000, 100);
       const latencies = [...arrived].map(([id, at]) => at - committedAt.get(id)!);
+      loopDelay.disable();
+      const busy = perf.eventLoopUtilization(eluBefore).utilization;
+      progress(`replay: ${label}: main thread busy ${round(busy * 100, 0)} %, its loop delay p50/p99 ${round(loopDelay.percentile(50) / 1e6)}/${round(loopDelay.percentile(99) / 1e6)} ms`);
       return { latencies, missing: committedAt.size - arrived.size, oldSeconds: ((oldDoneAt ?? performance.now()) - started) / 1000 };
     };
 
