@@ -18,8 +18,6 @@ import { LATENCY_BUCKETS, type DeliveryMinuteIncrement } from '../../lib/status/
 export interface StoreHarness {
   readonly store: Store;
   readonly clock: ManualClock;
-  /** False for a store that refuses FIFO endpoints (MongoDB, for now): their specs are skipped. @default true */
-  readonly fifo?: boolean;
   close(): Promise<void>;
 }
 
@@ -1222,10 +1220,6 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
     });
 
     describe('FIFO endpoints', () => {
-      beforeEach(function () {
-        if (h.fifo === false) this.skip();
-      });
-
       const ids = (jobs: readonly { delivery: { id: string } }[]) => jobs.map((j) => j.delivery.id);
       /** Seeds `keys.length` events to `endpointId`, one per key (null: the default line), due in that order. */
       async function line(endpointId: string, keys: ReadonlyArray<string | null>): Promise<string[]> {

@@ -157,7 +157,6 @@ describe('MongoStore (replica set)', () => {
     return {
       store,
       clock,
-      fifo: false,
       async close() {
         await store.close();
         // Emptying the collections keeps their indexes: much faster than a fresh database per test.

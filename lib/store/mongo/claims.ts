@@ -24,6 +24,18 @@ import type { ClaimRequest, EndpointClaimRequest } from '../port.ts';
 import type { StoreDb } from './collections.ts';
 import { deliveryFromDoc, eventFromDoc } from './documents.ts';
 import {
+  claimableHeads,
+  contributingEndpoints,
+  isFifo,
+  keepLineHeads,
+  LINE_HEAD_PROJECTION,
+  LINE_ORDER,
+  lineHeadFilter,
+  linesOf,
+  pendingLinesPipeline,
+} from './line-heads.ts';
+import type { Line, LineHead } from './line-heads.ts';
+import {
   busyEndpointsPipeline,
   byDueThenId,
   CANDIDATE_PROJECTION,
@@ -102,7 +114,41 @@ async function giveBack({ deliveries }: StoreDb, claimId: ObjectId, now: number)
  *      that stop at the limit, in parallel), and the orphans.
  *    Only enabled endpoints count; each gets at most `perEndpoint`, the
  *    earliest due overall go first, up to `limit` ({@link pickClaims}).
+ *    A FIFO endpoint gives only the heads of its lines (see below).
  * 3. Claimed as {@link claimCandidates} claims.
+ *
+ * FIFO endpoints (`line-heads.ts`): a delivery of one is a candidate only as
+ * the head of its line. Only they pay, and only what follows: the scan reads
+ * its FIFO candidates' ordering keys (one query by `_id`) and each of their
+ * lines' head (one seek of `deliveries_open_line` per line); the walk by
+ * endpoint reads, for each busy FIFO endpoint of the owned slots, its lines
+ * that have a pending delivery (a DISTINCT_SCAN, one seek per line) and each
+ * one's head (one seek per line): so one index seek per line considered, per
+ * claim, however long the lines. A FIFO endpoint whose heads are all held
+ * (in flight, waiting for a retry) takes no place among the `limit` earliest.
+ * The orphans of FIFO endpoints are kept only as heads too (an endpoint
+ * switched to FIFO may have several in flight in a line).
+ *
+ * Why taking heads only stays safe without a transaction (each delivery is
+ * claimed by its own conditional update, so the head read and the update are
+ * apart):
+ * - Only the slot's owner claims (leases, and the epoch fence on every claim
+ *   and settle): no other process takes a delivery of the line meanwhile.
+ * - A head stays the head while it is open: retried or released, it is
+ *   pending again and still the earliest; so nothing after it is read as a
+ *   head until it is delivered, dead or cancelled, and none of those goes
+ *   back to open but a replay. So two claims of this process that read
+ *   different heads of one line read them either side of the first one's
+ *   closing, and the first one's conditional update (pending and due, or an
+ *   orphan) then matches nothing: at most one delivery of a line is taken,
+ *   and never one behind an open head.
+ * - A later delivery of a line is never visible before an earlier one: fan-out
+ *   numbers them in a transaction that writes the endpoint's counter, so two
+ *   fan-outs to one endpoint conflict and commit one after the other, the
+ *   lower numbers first.
+ * The one way round it is a replay: a dead letter replayed re-enters its line
+ * at its own (earlier) sequence, so if a later delivery of the line is in
+ * flight then, two are (the SQL stores do the same).
  */
 export async function claimDue(
   db: StoreDb,
@@ -126,8 +172,12 @@ export async function claimDue(
 /** At most CLAIM_SCAN_MAX pending due deliveries exist: read them all, with the orphans. */
 async function candidatesByScan(db: StoreDb, request: ClaimRequest, owned: readonly OwnedSlot[]): Promise<ClaimCandidate[]> {
   const docs = await db.deliveries.find(claimableFilter(owned, request), { projection: CANDIDATE_PROJECTION }).toArray();
-  const enabled = await enabledAmong(db, docs.map((d) => d.endpointId));
-  return docs.filter((d) => enabled.has(d.endpointId)).map(candidateOf);
+  const { enabled, fifo } = await enabledAmong(db, docs.map((d) => d.endpointId));
+  return headsAmong(
+    db,
+    docs.filter((d) => enabled.has(d.endpointId)).map(candidateOf),
+    fifo,
+  );
 }
 
 /** More are due: walk the busy endpoints and take the first few due of only those that can contribute. */
@@ -154,26 +204,36 @@ async function candidatesByEndpoint(
   ]);
   const dueEndpoints = busy.flat().filter((b) => b.first <= now && endpointChosen(request, b.endpointId));
   const orphans = orphanDocs.filter((d) => endpointChosen(request, d.endpointId));
-  const enabled = await enabledAmong(db, [...dueEndpoints.map((b) => b.endpointId), ...orphans.map((d) => d.endpointId)]);
+  const { enabled, fifo } = await enabledAmong(db, [...dueEndpoints.map((b) => b.endpointId), ...orphans.map((d) => d.endpointId)]);
   const bySlot = new Map(owned.map((o) => [o.slot, o]));
-  const worth = endpointsWorthClaiming(
-    dueEndpoints.filter((b) => enabled.has(b.endpointId)),
-    limit,
+  const eligible = dueEndpoints.filter((b) => enabled.has(b.endpointId) && bySlot.has(b.slot));
+  // A FIFO endpoint's heads are read before the cut: its earliest due delivery may wait behind a
+  // head in flight, and only its claimable heads say what it can contribute.
+  const headsOf = new Map(
+    await Promise.all(
+      eligible
+        .filter((b) => fifo.has(b.endpointId))
+        .map(async (b) => [b.endpointId, await fifoFirstDue(db, b.endpointId, bySlot.get(b.slot)!, now, perEndpoint)] as const),
+    ),
   );
+  const worth = endpointsWorthClaiming(contributingEndpoints(eligible, headsOf), limit);
   const lists = await Promise.all(
-    worth.map(async (w) => {
-      const slot = bySlot.get(w.slot);
-      return slot === undefined ? [] : firstDue(db, w.endpointId, slot, now, perEndpoint);
-    }),
+    worth.map(async (w) => headsOf.get(w.endpointId) ?? firstDue(db, w.endpointId, bySlot.get(w.slot)!, now, perEndpoint)),
   );
-  return [...lists.flat(), ...orphans.filter((d) => enabled.has(d.endpointId)).map(candidateOf)];
+  const orphanHeads = await headsAmong(
+    db,
+    orphans.filter((d) => enabled.has(d.endpointId)).map(candidateOf),
+    fifo,
+  );
+  return [...lists.flat(), ...orphanHeads];
 }
 
 /**
  * `wanted` holds the endpoints to claim for, each with a limit of at least 1.
  * The owner's live leases among the endpoints' slots, the enabled endpoints
  * among them, each one's first `limit` pending due deliveries (indexed
- * queries that stop at the limit, in parallel); then claimed as `claimDue` claims.
+ * queries that stop at the limit, in parallel; a FIFO endpoint's first `limit`
+ * claimable heads); then claimed as `claimDue` claims.
  */
 export async function claimForEndpoints(
   db: StoreDb,
@@ -188,7 +248,7 @@ export async function claimForEndpoints(
   const owned = (await db.leases.find(liveLeasesFilter(owner, now, slots)).toArray()).map((l) => ({ slot: l._id, epoch: l.epoch }));
   if (owned.length === 0) return [];
   const bySlot = new Map(owned.map((o) => [o.slot, o]));
-  const enabled = await enabledAmong(
+  const { enabled, fifo } = await enabledAmong(
     db,
     wanted.map((want) => want.endpointId),
   );
@@ -196,7 +256,8 @@ export async function claimForEndpoints(
     wanted.map(async ({ endpointId, limit }): Promise<ClaimCandidate[]> => {
       const slot = bySlot.get(slotOf(endpointId, slotCount));
       if (slot === undefined || !enabled.has(endpointId)) return [];
-      return firstDue(db, endpointId, slot, now, Math.floor(limit));
+      const due = fifo.has(endpointId) ? fifoFirstDue : firstDue;
+      return due(db, endpointId, slot, now, Math.floor(limit));
     }),
   );
   return claimCandidates(db, lists.flat(), owned, owner, now, unsent);
@@ -212,11 +273,50 @@ async function firstDue(db: StoreDb, endpointId: string, slot: OwnedSlot, now: n
   return docs.map(candidateOf);
 }
 
-async function enabledAmong({ endpoints }: StoreDb, ids: readonly string[]): Promise<Set<string>> {
+/**
+ * A FIFO endpoint's first `n` claimable heads, earliest due first: its lines that have a pending
+ * delivery (one DISTINCT_SCAN seek each), then each line's head (one seek each), kept when pending,
+ * due and in the slot ({@link claimableHeads}). Not its first `n` due deliveries: those may all wait
+ * behind heads in flight and hide the heads of its other lines. Its cost follows the endpoint's
+ * lines with pending deliveries, not their length.
+ */
+async function fifoFirstDue(db: StoreDb, endpointId: string, slot: OwnedSlot, now: number, n: number): Promise<ClaimCandidate[]> {
+  const lines = await db.deliveries.aggregate<{ _id: string | null }>(pendingLinesPipeline(endpointId)).toArray();
+  const heads = await readHeads(
+    db,
+    lines.map((l) => ({ endpointId, orderingKey: l._id ?? null })),
+  );
+  return claimableHeads(heads, slot, now, n);
+}
+
+/**
+ * The candidates, those of FIFO endpoints kept only when they are their line's head: their ordering
+ * keys read by `_id` (not in the covered candidate reads), then each line's head. Nothing is read
+ * when no candidate is a FIFO endpoint's.
+ */
+async function headsAmong(db: StoreDb, candidates: ClaimCandidate[], fifo: ReadonlySet<string>): Promise<ClaimCandidate[]> {
+  const ofFifo = candidates.filter((c) => fifo.has(c.endpointId));
+  if (ofFifo.length === 0) return candidates;
+  const keyed = await db.deliveries
+    .find({ _id: { $in: ofFifo.map((c) => c._id) } }, { projection: { _id: 1, endpointId: 1, orderingKey: 1 } })
+    .toArray();
+  const heads = await readHeads(db, linesOf(keyed));
+  return keepLineHeads(candidates, fifo, new Set(heads.flatMap((head) => (head === null ? [] : [head._id]))));
+}
+
+/** Each line's head (null for a line with nothing open), one seek each, in parallel. */
+async function readHeads({ deliveries }: StoreDb, lines: readonly Line[]): Promise<(LineHead | null)[]> {
+  return Promise.all(
+    lines.map((line) => deliveries.findOne<LineHead>(lineHeadFilter(line), { sort: LINE_ORDER, projection: LINE_HEAD_PROJECTION })),
+  );
+}
+
+/** Which of the endpoints are enabled, and which of those are FIFO (`ordering` missing: none). */
+async function enabledAmong({ endpoints }: StoreDb, ids: readonly string[]): Promise<{ enabled: Set<string>; fifo: Set<string> }> {
   const unique = [...new Set(ids)];
-  if (unique.length === 0) return new Set();
-  const found = await endpoints.find({ _id: { $in: unique }, status: 'enabled' }, { projection: { _id: 1 } }).toArray();
-  return new Set(found.map((e) => e._id));
+  if (unique.length === 0) return { enabled: new Set(), fifo: new Set() };
+  const found = await endpoints.find({ _id: { $in: unique }, status: 'enabled' }, { projection: { _id: 1, ordering: 1 } }).toArray();
+  return { enabled: new Set(found.map((e) => e._id)), fifo: new Set(found.filter(isFifo).map((e) => e._id)) };
 }
 
 function candidateOf(d: Pick<DeliveryDoc, '_id' | 'endpointId' | 'slot' | 'nextAttemptAt'>): ClaimCandidate {

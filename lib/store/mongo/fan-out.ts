@@ -2,14 +2,16 @@
  * The outbox and fan-out in MongoDB: events appended (idempotently), the
  * ones waiting to be fanned out, and recording a fan-out: its events marked
  * and its deliveries upserted in one transaction, those the caller claims
- * inserted in flight at their slot's epoch.
+ * inserted in flight at their slot's epoch (of a FIFO endpoint, only the head
+ * of an empty line).
  */
 import type { AnyBulkWriteOperation, ClientSession } from 'mongodb';
 import { NotFoundError, StoreError } from '../../errors.ts';
-import type { Delivery, OutboxEvent } from '../../model.ts';
+import { EndpointOrdering, type Delivery, type OutboxEvent } from '../../model.ts';
 import type { FanOut, FanOutClaim, NewDelivery } from '../port.ts';
 import type { StoreDb } from './collections.ts';
 import { deliveryFromDoc, eventFromDoc, eventToDoc, newDeliveryDoc } from './documents.ts';
+import { lineHeadFilter, lineKey, linesOf, mayGoInFlight } from './line-heads.ts';
 import { liveLeasesFilter } from './queries.ts';
 import type { DeliveryDoc, EventDoc } from './schema.ts';
 
@@ -97,8 +99,9 @@ export async function recordFanOuts(db: StoreDb, batch: FanOutBatch, now: number
     );
     const fresh = all.filter((d) => !stored.has(d.id));
     const next = await takeSequences(db, fresh, session);
+    const inFlight = await claimableOnInsert(db, fresh, new Set(toClaim.map((d) => d.id)), session);
     const docs = fresh.map((d) => {
-      const epoch = claim?.deliveryIds.has(d.id) === true ? epochs.get(d.slot) : undefined;
+      const epoch = inFlight.has(d.id) ? epochs.get(d.slot) : undefined;
       const sequence = next.get(d.endpointId)!;
       next.set(d.endpointId, sequence + 1);
       return newDeliveryDoc(d, sequence, epoch === undefined ? undefined : { epoch, now });
@@ -113,6 +116,35 @@ export async function recordFanOuts(db: StoreDb, batch: FanOutBatch, now: number
     const inserted = new Set(Object.values(result.upsertedIds));
     return docs.filter((doc) => doc.status === 'in_flight' && inserted.has(doc._id)).map(deliveryFromDoc);
   });
+}
+
+/**
+ * Which of the new deliveries named for claiming may go in in flight ({@link mayGoInFlight}): of a
+ * FIFO endpoint, only the first of a line with nothing open, read here (one seek of
+ * `deliveries_open_line` per line named; nothing read when no FIFO endpoint is named). The reads
+ * are the transaction's snapshot, and they are current for this endpoint: the transaction has
+ * written its counter ({@link takeSequences}), which fails with a write conflict (and is retried
+ * from a new snapshot) if another fan-out to it committed since the snapshot or has not committed
+ * yet. A delivery settled meanwhile only makes the line look open: the new one goes in pending, and
+ * a claim takes it.
+ */
+async function claimableOnInsert(
+  db: StoreDb,
+  fresh: readonly NewDelivery[],
+  toClaim: ReadonlySet<string>,
+  session: ClientSession,
+): Promise<Set<string>> {
+  const named = fresh.filter((d) => toClaim.has(d.id));
+  if (named.length === 0) return new Set();
+  const endpointIds = [...new Set(named.map((d) => d.endpointId))];
+  const fifoDocs = await db.endpoints.find({ _id: { $in: endpointIds }, ordering: EndpointOrdering.FIFO }, { session, projection: { _id: 1 } }).toArray();
+  const fifo = new Set(fifoDocs.map((e) => e._id));
+  const open = new Set<string>();
+  // One at a time: operations of one transaction do not run in parallel.
+  for (const line of linesOf(named.filter((d) => fifo.has(d.endpointId)))) {
+    if ((await db.deliveries.findOne(lineHeadFilter(line), { session, projection: { _id: 1 } })) !== null) open.add(lineKey(line));
+  }
+  return mayGoInFlight(fresh, toClaim, fifo, open);
 }
 
 /**

@@ -41,7 +41,6 @@ import type { ClientSession, Db, Document, Filter, TransactionOptions } from 'mo
 import type { Clock } from '../../clock.ts';
 import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, ReplayJobRecord, TenantToken } from '../../model.ts';
-import { EndpointOrdering } from '../../model.ts';
 import type {
   ReplayableDeadLetter,
   ReplayJobEnd,
@@ -437,7 +436,6 @@ export class MongoStore implements Store {
   // Endpoints
 
   async createEndpoint(endpoint: Endpoint): Promise<void> {
-    refuseFifo(endpoint.ordering);
     return this.#run('createEndpoint', (state) => createEndpoint(state, endpoint));
   }
 
@@ -450,7 +448,6 @@ export class MongoStore implements Store {
   }
 
   async updateEndpoint(id: string, patch: EndpointPatch, now: number): Promise<Endpoint | undefined> {
-    refuseFifo(patch.ordering);
     return this.#run('updateEndpoint', (state) => updateEndpoint(state, id, patch, now));
   }
 
@@ -791,16 +788,6 @@ export class MongoStore implements Store {
       if (this.#closed) throw new ClosedError('MongoStore');
       throw new StoreError(`mongodb: ${operation} failed: ${redactMongoUri(messageOf(error))}`, { cause: error });
     }
-  }
-}
-
-/**
- * FIFO endpoints need their claim rule in every claim path (the SQL stores enforce it there);
- * this store's claims do not have it yet, so it refuses the setting rather than ignore it.
- */
-function refuseFifo(ordering: Endpoint['ordering'] | undefined): void {
-  if (ordering === EndpointOrdering.FIFO) {
-    throw new ValidationError('ordering', "'fifo' is not supported by the MongoDB store yet (use SQLite or PostgreSQL)");
   }
 }
 

@@ -24,9 +24,11 @@ import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
  * `endpoint_sequences` collection and the deliveries' `(endpointId, sequence)` index (deliveries
  * written before it have no `sequence`, and numbering starts at 1 for every endpoint from there: no
  * document to change); 10: the `replay_jobs` collection and an index of the live replays per
- * endpoint (created like every collection: no document to change).
+ * endpoint (created like every collection: no document to change); 11: FIFO endpoints' lines, the
+ * index `deliveries_open_line` (created like every index: deliveries written before schema 8 have no
+ * `orderingKey` nor `sequence`, which put them first in their endpoint's default line).
  */
-export const SCHEMA_VERSION = 10;
+export const SCHEMA_VERSION = 11;
 
 export const Collections = {
   META: 'meta',
@@ -326,6 +328,12 @@ export function indexSpecs(retentionSeconds: number | null): Readonly<Record<Col
       // Schema 10: a replay job's look counts each endpoint's replays still pending or in flight
       // (round above 0) over the replayed deliveries only ($in in a partial filter needs MongoDB 6).
       { key: { endpointId: 1, status: 1 }, name: 'deliveries_live_replays', partialFilterExpression: { round: { $gt: 0 } } },
+      // Schema 11: FIFO endpoints (line-heads.ts). A line's head, the earliest of its open deliveries:
+      // `status` $in pending/in_flight gives two ranges in the line's order, merged, and the limit of 1
+      // stops it. And a FIFO endpoint's lines with a pending delivery, a DISTINCT_SCAN. `status` before
+      // `orderingKey` for the second: a line's closed deliveries are never walked. Not partial on the
+      // open statuses: `$in` in a partial filter needs MongoDB 6, and 4.4 is supported.
+      { key: { endpointId: 1, status: 1, orderingKey: 1, sequence: 1, createdAt: 1, _id: 1 }, name: 'deliveries_open_line' },
     ],
     [Collections.ATTEMPTS]: [
       { key: { deliveryId: 1, round: 1, number: 1 }, name: 'attempts_delivery' },

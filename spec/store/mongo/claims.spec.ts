@@ -16,6 +16,7 @@ import {
   giveBackUpdate,
   orphansFilter,
 } from '../../../lib/store/mongo/queries.ts';
+import { LINE_HEAD_PROJECTION, LINE_ORDER, lineHeadFilter, pendingLinesPipeline } from '../../../lib/store/mongo/line-heads.ts';
 import type { DeliveryDoc, EventDoc } from '../../../lib/store/mongo/schema.ts';
 import type { ClaimRequest } from '../../../lib/store/port.ts';
 import { fakeDb } from './fake-db.ts';
@@ -176,6 +177,149 @@ describe('MongoDB claims', () => {
       fake.c.deliveries.on('bulkWrite', () => ({ matchedCount: 0, modifiedCount: 0 }));
       expect(await refill(fake)).to.deep.equal([]);
       expect(fake.callsTo('leases', 'find')).to.have.length(1);
+    });
+  });
+
+  describe('FIFO endpoints', () => {
+    /** A store where node-a holds every slot at EPOCH, ep_f is FIFO and ep_1 is not; a claim wins what it asks for. */
+    function fifoWorld(): FakeDb {
+      const fake = fakeDb();
+      fake.c.leases.on('find', () => Array.from({ length: SLOTS }, (_, slot) => ({ _id: slot, owner: OWNER, until: NOW + 1_000, epoch: EPOCH })));
+      fake.c.endpoints.on('find', (filter: { _id: { $in: string[] } }) =>
+        filter._id.$in.map((id) => (id === 'ep_1' ? { _id: id } : { _id: id, ordering: 'fifo' })),
+      );
+      fake.c.events.on('find', (filter: { _id: { $in: string[] } }) => filter._id.$in.map(event));
+      return fake;
+    }
+
+    /** The ids the bulk write tried to claim, in its order. */
+    const attempted = (fake: FakeDb): string[] => {
+      const [bulk] = fake.callsTo('deliveries', 'bulkWrite');
+      return bulk === undefined ? [] : (bulk.args[0] as Array<{ updateOne: { filter: { _id: string } } }>).map((op) => op.updateOne.filter._id);
+    };
+    /** The read-back answers every delivery the bulk write named, in flight. */
+    const readBack = (fake: FakeDb) => attempted(fake).map((id) => delivery(id, id.startsWith('dlv_1') ? 'ep_1' : 'ep_f'));
+    const headDoc = (id: string, overrides: Partial<DeliveryDoc> = {}) =>
+      ({ _id: id, endpointId: 'ep_f', slot: slotOf('ep_f', SLOTS), status: 'pending', nextAttemptAt: NOW - 1, ...overrides });
+
+    context('when a refill asks for a FIFO endpoint', () => {
+      it('walks its lines with a pending delivery, reads each head, and claims only the pending due ones, earliest first', async () => {
+        const fake = fifoWorld();
+        const heads: Record<string, object> = {
+          a: headDoc('dlv_a1', { nextAttemptAt: NOW - 1 }),
+          null: headDoc('dlv_n1', { status: 'in_flight' }),
+          b: headDoc('dlv_b1', { nextAttemptAt: NOW - 10 }),
+          c: headDoc('dlv_c1', { nextAttemptAt: NOW + 1 }),
+        };
+        fake.c.deliveries.on('aggregate', () => [{ _id: 'a' }, { _id: null }, { _id: 'b' }, { _id: 'c' }]);
+        fake.c.deliveries.on('findOne', (filter: { orderingKey: string | null }) => heads[String(filter.orderingKey)]);
+        fake.c.deliveries.on('find', (filter: unknown) => (isReadBack(filter) ? readBack(fake) : []));
+        const jobs = await claimForEndpoints(fake.db, OWNER, NOW, [{ endpointId: 'ep_f', limit: 5 }], SLOTS, new UnsentClaims());
+
+        expect(attempted(fake)).to.deep.equal(['dlv_b1', 'dlv_a1']);
+        expect(jobs.map((j) => j.delivery.id)).to.deep.equal(['dlv_a1', 'dlv_b1']);
+        expect(fake.callsTo('deliveries', 'aggregate').map((call) => call.args[0])).to.deep.equal([pendingLinesPipeline('ep_f')]);
+        const reads = fake.callsTo('deliveries', 'findOne');
+        expect(reads.map((call) => call.args[0])).to.deep.equal(
+          ['a', null, 'b', 'c'].map((orderingKey) => lineHeadFilter({ endpointId: 'ep_f', orderingKey })),
+        );
+        expect(reads.every((call) => JSON.stringify(call.args[1]) === JSON.stringify({ sort: LINE_ORDER, projection: LINE_HEAD_PROJECTION }))).to.equal(true);
+        // Not its first due deliveries: those may all wait behind the heads.
+        expect(fake.callsTo('deliveries', 'find').filter((call) => !isReadBack(call.args[0]))).to.deep.equal([]);
+      });
+
+      it('takes at most the limit of heads', async () => {
+        const fake = fifoWorld();
+        fake.c.deliveries.on('aggregate', () => [{ _id: 'a' }, { _id: 'b' }]);
+        fake.c.deliveries.on('findOne', (filter: { orderingKey: string }) => headDoc(`dlv_${filter.orderingKey}1`));
+        fake.c.deliveries.on('find', (filter: unknown) => (isReadBack(filter) ? readBack(fake) : []));
+        await claimForEndpoints(fake.db, OWNER, NOW, [{ endpointId: 'ep_f', limit: 1 }], SLOTS, new UnsentClaims());
+        expect(attempted(fake)).to.deep.equal(['dlv_a1']);
+      });
+    });
+
+    context(`when at most ${CLAIM_SCAN_MAX} deliveries are due`, () => {
+      it('keeps of a FIFO endpoint\'s candidates only its lines\' heads, reading their keys and each line\'s head once', async () => {
+        const fake = fifoWorld();
+        const candidates = [
+          { _id: 'dlv_1a', endpointId: 'ep_1', slot: slotOf('ep_1', SLOTS), nextAttemptAt: NOW - 3 },
+          { _id: 'dlv_1b', endpointId: 'ep_1', slot: slotOf('ep_1', SLOTS), nextAttemptAt: NOW - 2 },
+          { _id: 'dlv_k1', endpointId: 'ep_f', slot: slotOf('ep_f', SLOTS), nextAttemptAt: NOW - 9 },
+          { _id: 'dlv_k2', endpointId: 'ep_f', slot: slotOf('ep_f', SLOTS), nextAttemptAt: NOW - 8 },
+          { _id: 'dlv_j2', endpointId: 'ep_f', slot: slotOf('ep_f', SLOTS), nextAttemptAt: NOW - 7 },
+        ];
+        const keys: Record<string, string> = { dlv_k1: 'k', dlv_k2: 'k', dlv_j2: 'j' };
+        fake.c.deliveries.on('countDocuments', () => 5);
+        fake.c.deliveries.on('find', (filter: { _id?: { $in: string[] } }) => {
+          if (isReadBack(filter)) return readBack(fake);
+          if (filter._id !== undefined) return filter._id.$in.map((id) => ({ _id: id, endpointId: 'ep_f', orderingKey: keys[id] }));
+          return candidates;
+        });
+        // Line j's head is dlv_j1, in flight: dlv_j2 waits behind it.
+        fake.c.deliveries.on('findOne', (filter: { orderingKey: string }) =>
+          filter.orderingKey === 'k' ? headDoc('dlv_k1') : headDoc('dlv_j1', { status: 'in_flight' }),
+        );
+        await claimDue(fake.db, request({ perEndpointLimit: 10 }), 10, 10, new UnsentClaims());
+
+        expect(attempted(fake)).to.deep.equal(['dlv_k1', 'dlv_1a', 'dlv_1b']);
+        const keyRead = fake.callsTo('deliveries', 'find')[1]!;
+        expect(keyRead.args[0]).to.deep.equal({ _id: { $in: ['dlv_k1', 'dlv_k2', 'dlv_j2'] } });
+        expect(fake.callsTo('deliveries', 'findOne').map((call) => call.args[0])).to.deep.equal([
+          lineHeadFilter({ endpointId: 'ep_f', orderingKey: 'k' }),
+          lineHeadFilter({ endpointId: 'ep_f', orderingKey: 'j' }),
+        ]);
+      });
+
+      it('reads no key and no head when no candidate is a FIFO endpoint\'s', async () => {
+        const fake = world();
+        await claimDue(fake.db, request(), 10, 2, new UnsentClaims());
+        expect(fake.callsTo('deliveries', 'findOne')).to.deep.equal([]);
+        expect(fake.callsTo('deliveries', 'find')).to.have.length(2);
+        expect(fake.callsTo('endpoints', 'find')[0]!.args[1]).to.deep.equal({ projection: { _id: 1, ordering: 1 } });
+      });
+    });
+
+    context(`when more than ${CLAIM_SCAN_MAX} deliveries are due`, () => {
+      it('gives a FIFO endpoint whose lines are all held no place among the limit earliest, so the others are still claimed', async () => {
+        const fake = fifoWorld();
+        fake.c.deliveries.on('countDocuments', () => CLAIM_SCAN_MAX + 1);
+        fake.c.deliveries.on('aggregate', (pipeline: Array<{ $match: { slot?: number; endpointId?: string } }>) => {
+          const match = pipeline[0]!.$match;
+          if (match.endpointId === 'ep_f') return [{ _id: 'k' }];
+          const busy = [
+            { _id: 'ep_f', first: NOW - 100 },
+            { _id: 'ep_1', first: NOW - 50 },
+          ];
+          return busy.filter((b) => slotOf(b._id, SLOTS) === match.slot);
+        });
+        fake.c.deliveries.on('findOne', () => headDoc('dlv_k1', { status: 'in_flight' }));
+        fake.c.deliveries.on('find', (filter: Filter<DeliveryDoc>) => {
+          if (isReadBack(filter)) return readBack(fake);
+          if ('endpointId' in filter) return [{ _id: 'dlv_1a', endpointId: 'ep_1', slot: filter.slot, nextAttemptAt: NOW - 50 }];
+          return [];
+        });
+        await claimDue(fake.db, request({ limit: 1 }), 1, 2, new UnsentClaims());
+
+        expect(attempted(fake)).to.deep.equal(['dlv_1a']);
+        const firstDueReads = fake.callsTo('deliveries', 'find').filter((call) => 'endpointId' in (call.args[0] as object));
+        expect(firstDueReads.map((call) => (call.args[0] as { endpointId: string }).endpointId)).to.deep.equal(['ep_1']);
+        expect(fake.callsTo('deliveries', 'aggregate').map((call) => call.args[0])).to.deep.include(pendingLinesPipeline('ep_f'));
+      });
+
+      it('keeps of a FIFO endpoint\'s orphans only its lines\' heads', async () => {
+        const fake = fifoWorld();
+        fake.c.deliveries.on('countDocuments', () => CLAIM_SCAN_MAX + 1);
+        const orphans = ['dlv_o1', 'dlv_o2'].map((id) => ({ _id: id, endpointId: 'ep_f', slot: slotOf('ep_f', SLOTS), nextAttemptAt: NOW - 1 }));
+        fake.c.deliveries.on('find', (filter: { _id?: { $in: string[] } }) => {
+          if (isReadBack(filter)) return readBack(fake);
+          if (filter._id !== undefined) return filter._id.$in.map((id) => ({ _id: id, endpointId: 'ep_f', orderingKey: 'k' }));
+          return orphans;
+        });
+        // Switched to FIFO with two in flight in one line: only the first goes out again.
+        fake.c.deliveries.on('findOne', () => headDoc('dlv_o1', { status: 'in_flight' }));
+        await claimDue(fake.db, request(), 10, 10, new UnsentClaims());
+        expect(attempted(fake)).to.deep.equal(['dlv_o1']);
+      });
     });
   });
 

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { appendEvents, fanOutBatch, recordFanOuts } from '../../../lib/store/mongo/fan-out.ts';
+import { lineHeadFilter } from '../../../lib/store/mongo/line-heads.ts';
 import { staleResumeTokensFilter } from '../../../lib/store/mongo/mongo-store.ts';
 import { fakeDb } from './fake-db.ts';
 
@@ -54,6 +55,51 @@ describe('MongoDB outbox and fan-out', () => {
       const inserted = (write!.args[0] as Array<{ updateOne: { filter: { _id: string }; update: { $setOnInsert: { sequence: number; orderingKey: string | null } } } }>)
         .map(({ updateOne }) => [updateOne.filter._id, updateOne.update.$setOnInsert.sequence, updateOne.update.$setOnInsert.orderingKey]);
       expect(inserted).to.deep.equal([['dlv_b1', 1, null], ['dlv_b2', 2, 'k'], ['dlv_a2', 5, 'k'], ['dlv_a3', 6, null]]);
+    });
+  });
+
+  context('when the caller claims deliveries of a FIFO endpoint as they are created', () => {
+    const OWNER = 'node-a';
+    const delivery = (id: string, endpointId: string, orderingKey: string | null) =>
+      ({ id, eventId: `evt_${id}`, endpointId, tenantId: 'acme', eventType: 't', slot: 0, nextAttemptAt: NOW, createdAt: NOW, orderingKey });
+
+    /** Fans out `planned` (each its own event), all named for claiming; `open` lines (their keys) have an open delivery. */
+    async function fanOut(planned: ReturnType<typeof delivery>[], open: ReadonlyArray<string | null>) {
+      const fake = fakeDb();
+      fake.c.events.on('updateMany', () => ({ matchedCount: planned.length, modifiedCount: planned.length }));
+      fake.c.leases.on('find', () => [{ _id: 0, owner: OWNER, until: NOW + 1_000, epoch: 4 }]);
+      fake.c.endpointSequences.on('findOneAndUpdate', (filter: { _id: string }, update: { $inc: { last: number } }) => ({ _id: filter._id, last: update.$inc.last }));
+      fake.c.endpoints.on('find', (filter: { _id: { $in: string[] } }) => filter._id.$in.filter((id) => id === 'ep_f').map((id) => ({ _id: id })));
+      fake.c.deliveries.on('findOne', (filter: { orderingKey: string | null }) => (open.includes(filter.orderingKey) ? { _id: 'dlv_open' } : null));
+      fake.c.deliveries.on('bulkWrite', (ops: Array<{ updateOne: { filter: { _id: string } } }>) => ({
+        upsertedIds: Object.fromEntries(ops.map((op, i) => [i, op.updateOne.filter._id])),
+      }));
+      const batch = fanOutBatch(planned.map((d) => ({ eventId: d.eventId, deliveries: [d] })), { owner: OWNER, deliveryIds: new Set(planned.map((d) => d.id)) });
+      const claimed = await recordFanOuts(fake.db, batch, NOW, { owner: OWNER, deliveryIds: new Set(planned.map((d) => d.id)) });
+      return { fake, claimed: claimed.map((d) => d.id) };
+    }
+
+    it('inserts in flight only the first new delivery of each empty line; the rest, and every one of a line with an open delivery, pending', async () => {
+      const { fake, claimed } = await fanOut(
+        [delivery('a1', 'ep_f', 'a'), delivery('a2', 'ep_f', 'a'), delivery('b1', 'ep_f', 'b'), delivery('n1', 'ep_f', null), delivery('x1', 'ep_x', 'a'), delivery('x2', 'ep_x', 'a')],
+        ['b'],
+      );
+      expect(claimed).to.deep.equal(['a1', 'n1', 'x1', 'x2']);
+      // The lines of the FIFO endpoint only, read in the transaction.
+      const reads = fake.callsTo('deliveries', 'findOne');
+      expect(reads.map((call) => call.args[0])).to.deep.equal([
+        lineHeadFilter({ endpointId: 'ep_f', orderingKey: 'a' }),
+        lineHeadFilter({ endpointId: 'ep_f', orderingKey: 'b' }),
+        lineHeadFilter({ endpointId: 'ep_f', orderingKey: null }),
+      ]);
+      expect(reads.every((call) => (call.args[1] as { session?: unknown }).session !== undefined)).to.equal(true);
+      expect(fake.callsTo('endpoints', 'find')[0]!.args[0]).to.deep.equal({ _id: { $in: ['ep_f', 'ep_x'] }, ordering: 'fifo' });
+    });
+
+    it('reads no line when no FIFO endpoint is named', async () => {
+      const { fake, claimed } = await fanOut([delivery('x1', 'ep_x', 'a'), delivery('x2', 'ep_x', 'a')], []);
+      expect(claimed).to.deep.equal(['x1', 'x2']);
+      expect(fake.callsTo('deliveries', 'findOne')).to.deep.equal([]);
     });
   });
 
