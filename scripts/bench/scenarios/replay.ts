@@ -2,7 +2,7 @@
  * Replay: dead letters replayed while new events keep arriving. 100 000 dead
  * letters (2 000 with --quick) on 10 endpoints, in two halves: the first is
  * replayed as a paced replay job (`POST /v1/replays`, chunks of 100, each
- * endpoint kept under 2 × its concurrency of live replays), the
+ * endpoint kept under 2 × its replays' share of its concurrency), the
  * second by the one-call bulk replay (`POST /v1/dead-letters/replay`, every
  * match due at once), as the baseline. Before, and during each replay, new
  * events go to the same endpoints at 200/s; for each, the time from its
@@ -11,7 +11,8 @@
  * Reported: the new events' p50/p99 without a replay, during the paced job and
  * during the bulk replay, and each replay's rate (dead letters delivered per
  * second, from its start until the sink has seen them all), and the load
- * average. About 2 minutes on 2 quiet cores (making the dead letters takes a
+ * average; and, in its progress lines, how busy the main thread was in each
+ * phase (a saturated event loop would explain a latency by itself). About 2 minutes on 2 quiet cores (making the dead letters takes a
  * minute); on a loaded machine it can reach the scenario's 7-minute limit.
  */
 import { loadavg } from 'node:os';
