@@ -90,18 +90,26 @@ export class SendPermits {
    */
   async acquire(endpoint: Pick<Endpoint, 'id' | 'tenantId' | 'url'>, lane: SendLane = SendLane.NEW): Promise<ReleasePermit> {
     const origin = originOf(endpoint.url);
-    const releases: ReleasePermit[] = [];
-    if (lane === SendLane.REPLAY) {
-      releases.push(await this.#take(this.#originReplays, origin, this.#originReplayDepth, endpoint));
-      releases.push(await this.#nodeReplays.acquire(endpoint.tenantId, endpoint.id));
-    }
-    releases.push(await this.#take(this.#origins, origin, this.#originDepth, endpoint));
-    releases.push(await this.#node.acquire(endpoint.tenantId, endpoint.id));
+    const releaseShare = lane === SendLane.REPLAY ? await this.#replayShare(origin, endpoint) : undefined;
+    const releaseOrigin = await this.#take(this.#origins, origin, this.#originDepth, endpoint);
+    const releaseNode = await this.#node.acquire(endpoint.tenantId, endpoint.id);
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      for (let i = releases.length - 1; i >= 0; i--) releases[i]!();
+      releaseNode();
+      releaseOrigin();
+      releaseShare?.();
+    };
+  }
+
+  /** A replay's places in the replays' shares of its origin and of the node, with one release for both. */
+  async #replayShare(origin: string, endpoint: Pick<Endpoint, 'id' | 'tenantId'>): Promise<ReleasePermit> {
+    const releaseOrigin = await this.#take(this.#originReplays, origin, this.#originReplayDepth, endpoint);
+    const releaseNode = await this.#nodeReplays.acquire(endpoint.tenantId, endpoint.id);
+    return () => {
+      releaseNode();
+      releaseOrigin();
     };
   }
 
