@@ -240,6 +240,8 @@ export interface PurgeResult {
   readonly attempts: number;
   readonly deadLetters: number;
   readonly events: number;
+  /** Replay jobs that ended (done, cancelled, failed) before the horizon. */
+  readonly replayJobs: number;
 }
 
 export interface Store {
@@ -449,7 +451,10 @@ export interface Store {
   deliveryMinutes(query: DeliveryMinutesQuery): Promise<DeliveryMinute[]>;
 
   // Retention
-  /** Deletes attempts and dead letters created before `before`, and fanned-out events with nothing left to deliver. */
+  /**
+   * Deletes attempts and dead letters created before `before`, fanned-out events with nothing left
+   * to deliver, and replay jobs that ended before `before` (a running one is never deleted).
+   */
   purge(before: number): Promise<PurgeResult>;
   /** Deletes the delivery minutes that start before `before`, in chunks; answers how many rows went. */
   purgeDeliveryMinutes(before: number): Promise<number>;

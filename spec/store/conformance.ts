@@ -1440,6 +1440,21 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         });
         expect((await store.getReplayJob('rpl_1'))?.state).to.equal('cancelled');
       });
+
+      it('purge deletes the jobs that ended before the horizon, never a running one', async () => {
+        await store.createReplayJob(job('rpl_old_done'));
+        await store.createReplayJob(job('rpl_old_failed'));
+        await store.createReplayJob(job('rpl_old_running'));
+        await store.endReplayJob('rpl_old_done', 'node-a', { state: 'done', finishedAt: clock.now(), error: null });
+        await store.endReplayJob('rpl_old_failed', 'node-a', { state: 'failed', finishedAt: clock.now(), error: 'store down' });
+        clock.advance(20 * DAY);
+        await store.createReplayJob(job('rpl_recent'));
+        await store.endReplayJob('rpl_recent', null, { state: 'cancelled', finishedAt: clock.now(), error: null });
+        clock.advance(20 * DAY);
+
+        expect((await store.purge(clock.now() - 30 * DAY)).replayJobs).to.equal(2);
+        expect((await store.listReplayJobs(10)).map((j) => j.id).sort()).to.deep.equal(['rpl_old_running', 'rpl_recent']);
+      });
     });
 
     describe('dead letters and replay', () => {
@@ -2140,7 +2155,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
 
           clock.advance(20 * DAY);
           const result = await store.purge(clock.now() - 30 * DAY);
-          expect(result).to.deep.equal({ attempts: 2, deadLetters: 1, events: 2 });
+          expect(result).to.deep.equal({ attempts: 2, deadLetters: 1, events: 2, replayJobs: 0 });
 
           expect(await store.getEvent(doneEvent.id)).to.equal(undefined);
           expect(await store.getEvent(oldDeadEvent.id)).to.equal(undefined);

@@ -1,7 +1,7 @@
 /**
  * Retention in MongoDB: attempts and dead letters older than the horizon go,
  * then fanned-out events with nothing left to deliver, with their
- * deliveries, `CHUNK` events per transaction; delivery minutes older than
+ * deliveries, `CHUNK` events per transaction, and replay jobs ended before it; delivery minutes older than
  * theirs, `CHUNK` per delete.
  */
 import type { PurgeResult } from '../port.ts';
@@ -47,7 +47,8 @@ export async function purge(db: StoreDb, before: number): Promise<PurgeResult> {
     }
     if (batch.length < CHUNK) break;
   }
-  return { attempts, deadLetters, events };
+  const replayJobs = (await db.replayJobs.deleteMany({ state: { $ne: 'running' }, finishedAt: { $lt: before } })).deletedCount;
+  return { attempts, deadLetters, events, replayJobs };
 }
 
 /** Deletes the delivery minutes that start before `before`, `CHUNK` documents per delete (read by the `minute` index). */

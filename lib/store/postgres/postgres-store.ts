@@ -562,7 +562,8 @@ export class PostgresStore implements Store {
     const attempts = await drain((sql) => this.#retention.purgeAttempts(sql, before));
     const deadLetters = await drain((sql) => this.#retention.purgeDeadLetters(sql, before));
     const events = await drain((sql) => this.#retention.purgeEvents(sql, before));
-    return { attempts, deadLetters, events };
+    const replayJobs = await drain((sql) => this.#retention.purgeReplayJobs(sql, before));
+    return { attempts, deadLetters, events, replayJobs };
   }
 
   async #open(): Promise<OpenState> {

@@ -1,6 +1,6 @@
 /**
  * Retention in PostgreSQL: attempts and dead letters older than the horizon
- * go, and fanned-out events with nothing left to deliver, a bounded chunk per
+ * go, fanned-out events with nothing left to deliver and replay jobs ended before it, a bounded chunk per
  * statement, so a large purge never holds many rows locked nor one long
  * transaction open (which would keep vacuum from reclaiming dead rows);
  * delivery minutes older than theirs likewise.
@@ -49,6 +49,13 @@ export class RetentionQueries {
       ),
       deliveries_gone AS (DELETE FROM ${s}.deliveries WHERE event_id IN (SELECT id FROM doomed)),
       gone AS (DELETE FROM ${s}.events WHERE id IN (SELECT id FROM doomed) RETURNING 1)
+      SELECT count(*) AS n FROM gone`, before);
+  }
+
+  /** Replay jobs that ended before the horizon (a running one has no `finished_at`). */
+  async purgeReplayJobs(sql: Sql, before: number): Promise<number> {
+    return this.#count(sql, `WITH gone AS (DELETE FROM ${this.#s}.replay_jobs WHERE id IN
+      (SELECT id FROM ${this.#s}.replay_jobs WHERE state <> 'running' AND finished_at < $1 LIMIT ${PURGE_CHUNK}) RETURNING 1)
       SELECT count(*) AS n FROM gone`, before);
   }
 

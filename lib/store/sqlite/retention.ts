@@ -1,6 +1,6 @@
 /**
  * Retention in SQLite: attempts and dead letters older than the horizon go,
- * and fanned-out events with nothing left to deliver, `PURGE_CHUNK` rows per
+ * fanned-out events with nothing left to deliver and replay jobs ended before it, `PURGE_CHUNK` rows per
  * call, so a large purge never holds the write lock for long; delivery
  * minutes older than theirs likewise.
  */
@@ -18,6 +18,7 @@ export class RetentionStatements {
   readonly #eventDeliveries: Statement;
   readonly #events: Statement;
   readonly #deliveryMinutes: Statement;
+  readonly #replayJobs: Statement;
 
   constructor(db: BetterSqlite3.Database) {
     this.#attempts = db.prepare(`DELETE FROM attempts WHERE id IN
@@ -34,6 +35,9 @@ export class RetentionStatements {
       LIMIT @limit`).pluck();
     this.#eventDeliveries = db.prepare(`DELETE FROM deliveries WHERE event_id IN (SELECT value FROM json_each(?))`);
     this.#events = db.prepare(`DELETE FROM events WHERE id IN (SELECT value FROM json_each(?))`);
+    // A job's row is its record (progress, error) once it has ended: kept as long as the dead letters.
+    this.#replayJobs = db.prepare(`DELETE FROM replay_jobs WHERE id IN
+      (SELECT id FROM replay_jobs WHERE state <> 'running' AND finished_at < @before LIMIT @limit)`);
     this.#deliveryMinutes = db.prepare(`DELETE FROM delivery_minutes WHERE rowid IN
       (SELECT rowid FROM delivery_minutes WHERE minute < @before LIMIT @limit)`);
   }
@@ -56,6 +60,11 @@ export class RetentionStatements {
     const ids = JSON.stringify(this.#purgeableEvents.all({ before, limit: PURGE_CHUNK }));
     this.#eventDeliveries.run(ids);
     return this.#events.run(ids).changes;
+  }
+
+  /** Deletes up to `PURGE_CHUNK` replay jobs that ended before `before`; answers how many. */
+  purgeReplayJobs(before: number): number {
+    return this.#replayJobs.run({ before, limit: PURGE_CHUNK }).changes;
   }
 
   /** Deletes up to `PURGE_CHUNK` delivery minutes that start before `before`; answers how many. */

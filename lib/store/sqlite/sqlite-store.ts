@@ -597,7 +597,8 @@ export class SqliteStore implements Store {
     const attempts = await drain(({ retention }) => retention.purgeAttempts(before));
     const deadLetters = await drain(({ retention }) => retention.purgeDeadLetters(before));
     const events = await drain(({ db, retention }) => db.transaction(() => retention.purgeEvents(before)).immediate());
-    return { attempts, deadLetters, events };
+    const replayJobs = await drain(({ retention }) => retention.purgeReplayJobs(before));
+    return { attempts, deadLetters, events, replayJobs };
   }
 
   async #open(): Promise<OpenState> {
