@@ -182,7 +182,7 @@ export class Herald {
   readonly secretKeys: SecretKeys;
   readonly #ticker: Ticker;
   readonly #breakers: BreakerFamily;
-  readonly #limiter: SendPermits;
+  readonly #permits: SendPermits;
   readonly #leases: LeaseKeeper;
   /** This process's record beside the data, and the reaping of dead predecessors (none for an injected store). */
   readonly #localNodes: LocalNodes | undefined;
@@ -257,7 +257,7 @@ export class Herald {
     this.#signer = new SigningPool({ threads: config.signing.threads });
     this.#ticker = new Ticker({ clock, tickMs: config.engine.tickMs });
     this.#breakers = new BreakerFamily(clock, config.breaker);
-    this.#limiter = new SendPermits({
+    this.#permits = new SendPermits({
       maxInFlight: config.delivery.maxInFlight,
       originDepth: config.delivery.connectionsPerOrigin * ORIGIN_DEPTH_PER_CONNECTION,
       tenantWeights: config.delivery.tenantWeights,
@@ -313,7 +313,7 @@ export class Herald {
         actor: {
           clock,
           random,
-          limiter: this.#limiter,
+          permits: this.#permits,
           breakers: this.#breakers,
           createTimers: (listener) => new TickerWakeTimers(this.#ticker, listener),
           health: config.health,
@@ -793,7 +793,7 @@ export class Herald {
       startedAt: this.#startedAt,
       slotsOwned: this.#leases.held.length,
       slotCount: this.#slotCount,
-      inFlight: this.#limiter.inFlight,
+      inFlight: this.#permits.inFlight,
       deliveries,
       unfannedEvents,
       fencedWrites: this.#fencedWrites,

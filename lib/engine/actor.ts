@@ -75,7 +75,7 @@ export interface ActorDeps {
   readonly clock: Clock;
   readonly random: Random;
   /** A place at the endpoint's origin and a node permit, held while an attempt is signed and sent. */
-  readonly limiter: SendPermits;
+  readonly permits: SendPermits;
   readonly breakers: { create(listener: BreakerListener): EndpointBreaker };
   /** The actor's wake-up timers on the node-wide ticker. */
   createTimers(listener: WakeListener): WakeTimers;
@@ -295,7 +295,7 @@ export class EndpointActor implements BreakerListener, WakeListener {
     }
 
     const endpoint = this.#endpoint;
-    const releasePermit = await this.#deps.limiter.acquire(endpoint, laneOf(job) === MailboxLane.REPLAY ? SendLane.REPLAY : SendLane.NEW);
+    const releasePermit = await this.#deps.permits.acquire(endpoint, laneOf(job) === MailboxLane.REPLAY ? SendLane.REPLAY : SendLane.NEW);
     let sent: SendResult | undefined;
     const startedAt = clock.now();
     const generation = this.#adaptive?.generation ?? 0;

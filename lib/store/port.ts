@@ -15,7 +15,8 @@
  *          (its claimer crashed or lost the lease).
  *
  * A settle is applied only while the delivery is in flight at the epoch it was
- * claimed with; otherwise it is fenced and reported back, never written.
+ * claimed with and that epoch is still its slot's (the slot has not changed
+ * hands since); otherwise it is fenced and reported back, never written.
  */
 import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../dead-letters/failure-groups.ts';
 import type { OperatorTriageState, TriageOutcome } from '../dead-letters/triage.ts';

@@ -71,7 +71,7 @@ events.on('attempt', () => attempts++);
 const deps: ActorDeps = {
   clock,
   random: seededRandom(1),
-  limiter: new SendPermits({ maxInFlight: 1_000_000, originDepth: 1_000_000 }),
+  permits: new SendPermits({ maxInFlight: 1_000_000, originDepth: 1_000_000 }),
   breakers,
   createTimers: (listener) => new TickerWakeTimers(ticker, listener),
   health: config.health,

@@ -37,7 +37,7 @@ function harness(clock: ManualClock) {
   const deps: ActorDeps = {
     clock,
     random: () => 0.5,
-    limiter: new SendPermits({ maxInFlight: 100, originDepth: 32 }),
+    permits: new SendPermits({ maxInFlight: 100, originDepth: 32 }),
     breakers,
     createTimers: () => ({ schedule: () => {}, size: 0, close: () => {} }),
     health: config.health,
