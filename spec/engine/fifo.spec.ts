@@ -28,15 +28,20 @@ describe('FIFO endpoints (engine, end to end on SQLite)', () => {
     for (const [n, orderingKey] of events) await herald.herald.publish({ tenantId: 'acme', type: 'order.updated', payload: { n }, orderingKey });
   }
 
+  /** A sink that answers 503 to the first `failures[n]` requests of event `n`, then 200. */
+  function sinkFailing(failures: Readonly<Record<string, number>>): Promise<TestServer> {
+    const failuresLeft = new Map(Object.entries(failures));
+    return startServer((request) => {
+      const n = label(request);
+      const left = failuresLeft.get(n) ?? 0;
+      failuresLeft.set(n, left - 1);
+      return { status: left > 0 ? 503 : 200 };
+    });
+  }
+
   context('when the second event of a line fails twice, then succeeds', () => {
     it('sends nothing after it until it succeeds, then the rest at once, in order: 1, 2, 2, 2, 3, 4', async () => {
-      const failuresLeft = new Map([['2', 2]]);
-      sink = await startServer((request) => {
-        const n = label(request);
-        const left = failuresLeft.get(n) ?? 0;
-        failuresLeft.set(n, left - 1);
-        return { status: left > 0 ? 503 : 200 };
-      });
+      sink = await sinkFailing({ '2': 2 });
       t = await startHerald();
       await t.herald.createEndpoint({ tenantId: 'acme', url: sink.url, ordering: 'fifo', concurrency: 4, retry: SHORT_RETRY });
       await publish(t, [['1', 'k'], ['2', 'k'], ['3', 'k'], ['4', 'k']]);
@@ -85,13 +90,7 @@ describe('FIFO endpoints (engine, end to end on SQLite)', () => {
 
   context('when Herald restarts while a line is held', () => {
     it('keeps the order across the restart', async () => {
-      const failuresLeft = new Map([['2', 1]]);
-      sink = await startServer((request) => {
-        const n = label(request);
-        const left = failuresLeft.get(n) ?? 0;
-        failuresLeft.set(n, left - 1);
-        return { status: left > 0 ? 503 : 200 };
-      });
+      sink = await sinkFailing({ '2': 1 });
       t = await startHerald();
       const dir = t.dir;
       await t.herald.createEndpoint({ tenantId: 'acme', url: sink.url, ordering: 'fifo', retry: SHORT_RETRY });
