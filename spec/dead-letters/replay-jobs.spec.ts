@@ -6,35 +6,15 @@ import { ManualClock } from '../../lib/clock.ts';
 import { PACE_FACTOR, ReplayJobs, ReplayJobState, type ReplayJobStore } from '../../lib/dead-letters/replay-jobs.ts';
 import { HeraldError } from '../../lib/errors.ts';
 import { deliveryIdFor, slotOf } from '../../lib/ids.ts';
-import type { Endpoint, OutboxEvent } from '../../lib/model.ts';
+import type { OutboxEvent } from '../../lib/model.ts';
 import type { Store } from '../../lib/store/port.ts';
 import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
+import { makeEndpoint } from '../store/conformance.ts';
 
 const SLOTS = 4;
 const POLL_MS = 1_000;
 const LEASE_MS = 10_000;
 const OK = { kind: 'response', status: 200, location: null, retryAfter: null, body: 'ok' } as const;
-
-function endpoint(id: string, concurrency: number, now: number): Endpoint {
-  return {
-    id,
-    tenantId: 'acme',
-    url: `https://hooks.example.com/${id}`,
-    description: '',
-    eventTypes: ['*'],
-    retry: { preset: 'default' },
-    timeoutMs: 10_000,
-    mode: 'at-least-once',
-    ordering: 'none',
-    concurrency,
-    status: 'enabled',
-    disabledReason: null,
-    failingSince: null,
-    secrets: [{ secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', createdAt: now, expiresAt: null }],
-    createdAt: now,
-    updatedAt: now,
-  };
-}
 
 /** A SQLite store holding dead letters, and the endpoints that drain their replays. */
 class Backlog {
@@ -45,7 +25,7 @@ class Backlog {
 
   async open(endpoints: Readonly<Record<string, number>>): Promise<void> {
     await this.store.init({ slotCount: SLOTS });
-    for (const [id, concurrency] of Object.entries(endpoints)) await this.store.createEndpoint(endpoint(id, concurrency, this.clock.now()));
+    for (const [id, concurrency] of Object.entries(endpoints)) await this.store.createEndpoint(makeEndpoint(id, 'acme', this.clock.now(), { concurrency, eventTypes: ['*'] }));
     await this.store.acquireLeases({ owner: 'engine', slots: [0, 1, 2, 3], now: this.clock.now(), leaseMs: 1_000 * LEASE_MS });
   }
 
