@@ -48,6 +48,17 @@ export interface NodeRecord {
   readonly seenAt: number;
 }
 
+/**
+ * One change of an endpoint (created, updated, deleted), numbered cluster-wide: every change of
+ * any endpoint takes the data's next number, 1, 2, 3, … in commit order, gap-free (a write that
+ * rolls back takes none), so a reader that saw number `n` has seen every change up to `n`. Nodes
+ * follow the log to bring their actors to an endpoint's current version (`lib/engine/endpoint-sync.ts`).
+ */
+export interface EndpointChange {
+  readonly version: number;
+  readonly endpointId: string;
+}
+
 /** A delivery to create during fan-out. */
 export interface NewDelivery {
   readonly id: string;
@@ -265,6 +276,16 @@ export interface Store {
   updateEndpoint(id: string, patch: EndpointPatch, now: number): Promise<Endpoint | undefined>;
   /** Deletes it and cancels its undelivered deliveries. False when it did not exist. */
   deleteEndpoint(id: string, now: number): Promise<boolean>;
+  /**
+   * The endpoint changes numbered after `after`, in order, at most `limit`: what a node that has
+   * seen change `after` has to catch up on. `createEndpoint`, `updateEndpoint` and a
+   * `deleteEndpoint` that deleted each record one change, in the same transaction as the write, so a
+   * change is never visible before the write it numbers. Changes older than the retention horizon are
+   * purged; a reader that finds the first change after `after` numbered above `after + 1` missed some.
+   */
+  endpointChangesAfter(after: number, limit: number): Promise<EndpointChange[]>;
+  /** The newest change's number, purged or not; 0 before the first change. */
+  lastEndpointChange(): Promise<number>;
   /** Makes the endpoint's pending deliveries due at `now` (on re-enable). Returns how many moved. */
   resumeDeliveries(endpointId: string, now: number): Promise<number>;
   /** True when at least one endpoint belongs to the tenant. */
@@ -454,7 +475,8 @@ export interface Store {
   // Retention
   /**
    * Deletes attempts and dead letters created before `before`, fanned-out events with nothing left
-   * to deliver, and replay jobs that ended before `before` (a running one is never deleted).
+   * to deliver, replay jobs that ended before `before` (a running one is never deleted), and
+   * endpoint changes recorded before `before` (their numbers are never reused).
    */
   purge(before: number): Promise<PurgeResult>;
   /** Deletes the delivery minutes that start before `before`, in chunks; answers how many rows went. */

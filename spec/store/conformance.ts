@@ -393,6 +393,60 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
     });
 
+    describe('endpoint changes', () => {
+      context('when endpoints are created, updated and deleted', () => {
+        it('numbers every change 1, 2, 3, … in order, and lists those after a cursor, at most a limit', async () => {
+          expect(await store.lastEndpointChange()).to.equal(0);
+          await addEndpoint('ep_1');
+          await addEndpoint('ep_2');
+          await store.updateEndpoint('ep_1', { url: 'https://hooks.example.com/moved' }, clock.now());
+          await store.updateEndpoint('ep_2', { status: 'disabled', disabledReason: 'operator' }, clock.now());
+          expect(await store.deleteEndpoint('ep_1', clock.now())).to.equal(true);
+          expect(await store.endpointChangesAfter(0, 100)).to.deep.equal([
+            { version: 1, endpointId: 'ep_1' },
+            { version: 2, endpointId: 'ep_2' },
+            { version: 3, endpointId: 'ep_1' },
+            { version: 4, endpointId: 'ep_2' },
+            { version: 5, endpointId: 'ep_1' },
+          ]);
+          expect(await store.endpointChangesAfter(3, 1)).to.deep.equal([{ version: 4, endpointId: 'ep_2' }]);
+          expect(await store.endpointChangesAfter(5, 100)).to.deep.equal([]);
+          expect(await store.lastEndpointChange()).to.equal(5);
+        });
+      });
+
+      context('when a write changes nothing', () => {
+        it('takes no number: an unknown id updated or deleted, a duplicate created, a secrets precondition that fails', async () => {
+          const created = await addEndpoint('ep_1');
+          expect(await store.updateEndpoint('ep_nope', { url: 'https://hooks.example.com/x' }, clock.now())).to.equal(undefined);
+          expect(await store.deleteEndpoint('ep_nope', clock.now())).to.equal(false);
+          const duplicate = await store.createEndpoint(created).then(() => 'created', (error: unknown) => error);
+          expect((duplicate as HeraldError).code).to.equal(ErrorCode.CONFLICT);
+          const conflict = await store
+            .updateEndpoint('ep_1', { secrets: [], expectedSecrets: ['whsec_not_the_stored_one'] }, clock.now())
+            .then(() => 'written', (error: unknown) => error);
+          expect((conflict as HeraldError).code).to.equal(ErrorCode.CONFLICT);
+          expect(await store.endpointChangesAfter(0, 100)).to.deep.equal([{ version: 1, endpointId: 'ep_1' }]);
+          expect(await store.lastEndpointChange()).to.equal(1);
+        });
+      });
+
+      context('when the changes are purged', () => {
+        it('deletes those recorded before the horizon and never reuses their numbers', async () => {
+          await addEndpoint('ep_1');
+          clock.advance(DAY);
+          await store.updateEndpoint('ep_1', { description: 'later' }, clock.now());
+          await store.purge(clock.now() - HOUR);
+          expect(await store.endpointChangesAfter(0, 100)).to.deep.equal([{ version: 2, endpointId: 'ep_1' }]);
+          await store.purge(clock.now() + HOUR);
+          expect(await store.endpointChangesAfter(0, 100)).to.deep.equal([]);
+          expect(await store.lastEndpointChange()).to.equal(2);
+          await addEndpoint('ep_2');
+          expect(await store.endpointChangesAfter(0, 100)).to.deep.equal([{ version: 3, endpointId: 'ep_2' }]);
+        });
+      });
+    });
+
     describe('resumeDeliveries', () => {
       context('when an endpoint is re-enabled with deliveries waiting for later', () => {
         it('makes its pending deliveries due now and leaves other endpoints and earlier ones alone', async () => {

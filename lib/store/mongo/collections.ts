@@ -16,6 +16,7 @@ import type {
   MetaDoc,
   NodeDoc,
   ReplayJobDoc,
+  EndpointChangeDoc,
   TenantTokenDoc,
 } from './schema.ts';
 
@@ -36,6 +37,7 @@ export interface StoreDb {
   readonly deliveryMinutes: Collection<DeliveryMinuteDoc>;
   readonly endpointSequences: Collection<EndpointSequenceDoc>;
   readonly replayJobs: Collection<ReplayJobDoc>;
+  readonly endpointChanges: Collection<EndpointChangeDoc>;
   readonly transaction: InTransaction;
   /** This store's mark on the events and deliveries it inserts: its change feed does not signal them back. */
   readonly origin: string;

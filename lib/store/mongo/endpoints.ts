@@ -7,6 +7,7 @@ import type { Endpoint } from '../../model.ts';
 import { secretsChanged } from '../endpoint-patch.ts';
 import type { EndpointPatch } from '../port.ts';
 import type { StoreDb } from './collections.ts';
+import { recordEndpointChange } from './endpoint-changes.ts';
 import { endpointFromDoc, endpointToDoc } from './documents.ts';
 import { isDuplicateKeyError } from './mongo-errors.ts';
 import { CHUNK } from './collections.ts';
@@ -19,9 +20,12 @@ import {
   resumeDeliveriesUpdate,
 } from './queries.ts';
 
-export async function createEndpoint({ endpoints }: StoreDb, endpoint: Endpoint): Promise<void> {
+export async function createEndpoint(db: StoreDb, endpoint: Endpoint): Promise<void> {
   try {
-    await endpoints.insertOne(endpointToDoc(endpoint));
+    await db.transaction(async (session) => {
+      await db.endpoints.insertOne(endpointToDoc(endpoint), { session });
+      await recordEndpointChange(db, session, endpoint.id, endpoint.createdAt);
+    });
   } catch (error) {
     if (isDuplicateKeyError(error)) throw new ConflictError(`endpoint '${endpoint.id}' already exists`);
     throw error;
@@ -38,11 +42,16 @@ export async function listEndpoints({ endpoints }: StoreDb, filter?: { readonly 
   return (await endpoints.find(query).sort({ createdAt: 1, _id: 1 }).toArray()).map(endpointFromDoc);
 }
 
-export async function updateEndpoint({ endpoints }: StoreDb, id: string, patch: EndpointPatch, now: number): Promise<Endpoint | undefined> {
+export async function updateEndpoint(db: StoreDb, id: string, patch: EndpointPatch, now: number): Promise<Endpoint | undefined> {
+  const { endpoints } = db;
   const { expectedSecrets } = patch;
   // The precondition in the filter, so it is checked and the write made in one atomic step.
   const filter = expectedSecrets === undefined ? { _id: id } : { _id: id, $expr: { $eq: ['$secrets.secret', [...expectedSecrets]] } };
-  const doc = await endpoints.findOneAndUpdate(filter, endpointPatchUpdate(patch, now), { returnDocument: 'after' });
+  const doc = await db.transaction(async (session) => {
+    const updated = await endpoints.findOneAndUpdate(filter, endpointPatchUpdate(patch, now), { returnDocument: 'after', session });
+    if (updated !== null) await recordEndpointChange(db, session, id, now);
+    return updated;
+  });
   if (doc === null && expectedSecrets !== undefined && (await endpoints.countDocuments({ _id: id }, { limit: 1 })) > 0) {
     throw secretsChanged(id);
   }
@@ -50,7 +59,7 @@ export async function updateEndpoint({ endpoints }: StoreDb, id: string, patch: 
 }
 
 /**
- * Deletes the endpoint, then cancels its unfinished deliveries `CHUNK` at a
+ * Deletes the endpoint (numbering the change in the same transaction), then cancels its unfinished deliveries `CHUNK` at a
  * time, outside any transaction: one transaction over a big backlog exceeds
  * MongoDB's transaction limits (a runtime under `transactionLifetimeLimitSeconds`,
  * 60 s by default; a write set that dirties too much of the WiredTiger cache
@@ -64,7 +73,11 @@ export async function updateEndpoint({ endpoints }: StoreDb, id: string, patch: 
  * the endpoint is already gone (and answers false).
  */
 export async function deleteEndpoint(db: StoreDb, id: string, now: number): Promise<boolean> {
-  const { deletedCount } = await db.endpoints.deleteOne({ _id: id });
+  const deletedCount = await db.transaction(async (session) => {
+    const deleted = (await db.endpoints.deleteOne({ _id: id }, { session })).deletedCount;
+    if (deleted > 0) await recordEndpointChange(db, session, id, now);
+    return deleted;
+  });
   await cancelBacklog(db, id, now);
   return deletedCount > 0;
 }

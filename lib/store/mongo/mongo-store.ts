@@ -48,6 +48,7 @@ import type {
   ClaimRequest,
   DeadLetterFilter,
   DeliveryFilter,
+  EndpointChange,
   EndpointClaimRequest,
   EndpointPatch,
   FanOut,
@@ -72,6 +73,7 @@ import { failureGroups, replayFailureGroup } from './failure-groups.ts';
 import { countReplayableDeadLetters, getDeadLetter, listDeadLetters, replayableDeadLetterPage, replayDeadLetters, triageDeadLetters, unreviewedDeadLetters } from './dead-letters.ts';
 import { countDeliveries, getDelivery, listAttempts, listDeliveries, listDeliveriesAfterSequence, nextDueAt } from './delivery-log.ts';
 import type { EmbeddedServer, StartEmbeddedServer } from './embedded-server.ts';
+import { endpointChangesAfter, lastEndpointChange } from './endpoint-changes.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, resumeDeliveries, tenantExists, updateEndpoint } from './endpoints.ts';
 import { appendEvents, countUnfannedEvents, fanOutBatch, getEvent, recordFanOuts, unfannedEvents } from './fan-out.ts';
 import { acquireLeases, heartbeat, listLeases, listNodes, releaseLeases, removeNode } from './leases.ts';
@@ -97,6 +99,7 @@ import type {
   MetaDoc,
   NodeDoc,
   ReplayJobDoc,
+  EndpointChangeDoc,
   TenantTokenDoc,
 } from './schema.ts';
 import {
@@ -441,6 +444,14 @@ export class MongoStore implements Store {
 
   async getEndpoint(id: string): Promise<Endpoint | undefined> {
     return this.#run('getEndpoint', (state) => getEndpoint(state, id));
+  }
+
+  async endpointChangesAfter(after: number, limit: number): Promise<EndpointChange[]> {
+    return this.#run('endpointChangesAfter', (state) => endpointChangesAfter(state, after, limit));
+  }
+
+  async lastEndpointChange(): Promise<number> {
+    return this.#run('lastEndpointChange', (state) => lastEndpointChange(state));
   }
 
   async listEndpoints(filter?: { readonly tenantId?: string }): Promise<Endpoint[]> {
@@ -810,6 +821,7 @@ function openState(client: MongoClient, db: Db, support: ServerSupport, origin: 
     deliveryMinutes: db.collection<DeliveryMinuteDoc>(Collections.DELIVERY_MINUTES),
     endpointSequences: db.collection<EndpointSequenceDoc>(Collections.ENDPOINT_SEQUENCES),
     replayJobs: db.collection<ReplayJobDoc>(Collections.REPLAY_JOBS),
+    endpointChanges: db.collection<EndpointChangeDoc>(Collections.ENDPOINT_CHANGES),
     transaction: (fn) => runTransaction(client, fn),
   };
 }

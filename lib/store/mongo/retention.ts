@@ -7,6 +7,7 @@
 import type { PurgeResult } from '../port.ts';
 import { CHUNK } from './collections.ts';
 import type { StoreDb } from './collections.ts';
+import { purgeEndpointChanges } from './endpoint-changes.ts';
 import { unfinishedDeliveriesFilter } from './queries.ts';
 
 /**
@@ -48,6 +49,7 @@ export async function purge(db: StoreDb, before: number): Promise<PurgeResult> {
     if (batch.length < CHUNK) break;
   }
   const replayJobs = (await db.replayJobs.deleteMany({ state: { $ne: 'running' }, finishedAt: { $lt: before } })).deletedCount;
+  await purgeEndpointChanges(db, before);
   return { attempts, deadLetters, events, replayJobs };
 }
 

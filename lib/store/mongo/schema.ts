@@ -26,9 +26,11 @@ import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
  * document to change); 10: the `replay_jobs` collection and an index of the live replays per
  * endpoint (created like every collection: no document to change); 11: FIFO endpoints' lines, the
  * index `deliveries_open_line` (created like every index: deliveries written before schema 8 have no
- * `orderingKey` nor `sequence`, which put them first in their endpoint's default line).
+ * `orderingKey` nor `sequence`, which put them first in their endpoint's default line); 12: the
+ * endpoint change log, the `endpoint_changes` collection numbered by the `meta` counter
+ * `endpoint_change_counter` (created like every collection: no document to change).
  */
-export const SCHEMA_VERSION = 11;
+export const SCHEMA_VERSION = 12;
 
 export const Collections = {
   META: 'meta',
@@ -43,6 +45,7 @@ export const Collections = {
   DELIVERY_MINUTES: 'delivery_minutes',
   ENDPOINT_SEQUENCES: 'endpoint_sequences',
   REPLAY_JOBS: 'replay_jobs',
+  ENDPOINT_CHANGES: 'endpoint_changes',
 } as const;
 export type CollectionName = (typeof Collections)[keyof typeof Collections];
 
@@ -51,6 +54,8 @@ export const MetaKeys = {
   SCHEMA_VERSION: 'schema_version',
   SLOT_COUNT: 'slot_count',
   RESUME_TOKEN_PREFIX: 'resume_token:',
+  /** The number of the newest endpoint change (`value`), taken in the change's transaction. */
+  ENDPOINT_CHANGE_COUNTER: 'endpoint_change_counter',
 } as const;
 
 /** The delivery statuses after which nothing more happens to a delivery (until a replay). */
@@ -241,6 +246,14 @@ export interface TenantTokenDoc {
 }
 
 /** A paced replay job (lib/dead-letters/replay-jobs.ts): `_id` is the job's id. */
+/** One change of an endpoint, numbered cluster-wide (`lib/store/port.ts`, `EndpointChange`). */
+export interface EndpointChangeDoc {
+  /** The change's number. */
+  _id: number;
+  endpointId: string;
+  changedAt: number;
+}
+
 export interface ReplayJobDoc {
   _id: string;
   filter: ReplayJobFilter;
@@ -369,6 +382,8 @@ export function indexSpecs(retentionSeconds: number | null): Readonly<Record<Col
       { key: { state: 1, leaseUntil: 1 }, name: 'replay_jobs_running' },
       { key: { createdAt: -1, _id: -1 }, name: 'replay_jobs_created' },
     ],
+    // Read by _id (the number) from a node's cursor on; the retention delete by time.
+    [Collections.ENDPOINT_CHANGES]: [{ key: { changedAt: 1 }, name: 'endpoint_changes_changed' }],
   };
 }
 

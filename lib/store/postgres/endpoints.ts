@@ -7,6 +7,7 @@ import type { Endpoint } from '../../model.ts';
 import { patchedEndpoint } from '../endpoint-patch.ts';
 import type { EndpointPatch } from '../port.ts';
 import { endpointFromRow, type EndpointRow } from '../sql-rows.ts';
+import type { EndpointChangeQueries } from './endpoint-changes.ts';
 import { endpointValues } from './rows.ts';
 import { named, sqlState, SqlState, type Sql, type Statement } from './sql.ts';
 import { workNotice } from './work-notice.ts';
@@ -19,9 +20,12 @@ export class EndpointQueries {
   readonly #s: string;
   readonly #get: Statement;
   readonly #listByTenant: Statement;
+  readonly #changes: EndpointChangeQueries;
 
-  constructor(schema: string) {
+  /** Every write here numbers its change in `changes`, in the same statement or transaction. */
+  constructor(schema: string, changes: EndpointChangeQueries) {
     this.#s = schema;
+    this.#changes = changes;
     this.#get = named(schema, 'endpoint_get', `SELECT * FROM ${schema}.endpoints WHERE id = $1`);
     this.#listByTenant = named(schema, 'endpoint_list_tenant',
       `SELECT * FROM ${schema}.endpoints WHERE tenant_id = $1 ORDER BY created_at, id`);
@@ -29,7 +33,13 @@ export class EndpointQueries {
 
   async create(sql: Sql, endpoint: Endpoint): Promise<void> {
     try {
-      await sql.query(`INSERT INTO ${this.#s}.endpoints (${COLUMNS}) VALUES (${VALUES})`, endpointValues(endpoint));
+      // $14 is created_at: the change is numbered at the endpoint's creation.
+      await sql.query(
+        `WITH created AS (INSERT INTO ${this.#s}.endpoints (${COLUMNS}) VALUES (${VALUES}) RETURNING id),
+         ${this.#changes.recordCtes('$1', '$14')}
+         SELECT 1`,
+        endpointValues(endpoint),
+      );
     } catch (error) {
       if (sqlState(error) === SqlState.UNIQUE_VIOLATION) throw new ConflictError(`endpoint '${endpoint.id}' already exists`);
       throw error;
@@ -61,18 +71,20 @@ export class EndpointQueries {
       `UPDATE ${this.#s}.endpoints SET (${COLUMNS}) = (${VALUES}) WHERE id = $1`,
       endpointValues(next),
     );
+    await this.#changes.record(tx, id, now);
     if (current.status !== 'enabled' && next.status === 'enabled') await tx.query(`SELECT ${workNotice(this.#s)}`);
     return next;
   }
 
-  /** Deletes the endpoint and cancels its undelivered deliveries, in one statement. */
+  /** Deletes the endpoint, cancels its undelivered deliveries and numbers the change, in one statement. */
   async delete(sql: Sql, id: string, now: number): Promise<boolean> {
     const [row] = await sql.query<{ deleted: number }>(
       `WITH gone AS (DELETE FROM ${this.#s}.endpoints WHERE id = $1 RETURNING id),
        cancelled AS (
          UPDATE ${this.#s}.deliveries SET status = 'cancelled', updated_at = $2
          WHERE endpoint_id = $1 AND status IN ('pending', 'in_flight') AND EXISTS (SELECT 1 FROM gone)
-       )
+       ),
+       ${this.#changes.recordCtes('$1', '$2', 'EXISTS (SELECT 1 FROM gone)')}
        SELECT count(*) AS deleted FROM gone`,
       [id, now],
     );

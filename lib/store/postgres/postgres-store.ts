@@ -36,6 +36,7 @@ import type {
   ClaimRequest,
   DeadLetterFilter,
   DeliveryFilter,
+  EndpointChange,
   EndpointClaimRequest,
   EndpointPatch,
   FanOut,
@@ -64,6 +65,7 @@ import { redactUri } from '../store-setting.ts';
 import { ClaimQueries } from './claims.ts';
 import { DeadLetterQueries, REPLAY_CHUNK } from './dead-letters.ts';
 import { clampLimit, DeliveryLogQueries, MAX_LIST_LIMIT } from './delivery-log.ts';
+import { EndpointChangeQueries } from './endpoint-changes.ts';
 import { EndpointQueries } from './endpoints.ts';
 import { FailureGroupQueries } from './failure-groups.ts';
 import { FanOutQueries } from './fan-out.ts';
@@ -130,6 +132,7 @@ export class PostgresStore implements Store {
   readonly #applicationName = `herald ${randomBytes(6).toString('hex')}`;
 
   readonly #endpoints: EndpointQueries;
+  readonly #endpointChanges: EndpointChangeQueries;
   readonly #fanOut: FanOutQueries;
   readonly #leases: LeaseQueries;
   readonly #claims: ClaimQueries;
@@ -168,7 +171,8 @@ export class PostgresStore implements Store {
     this.#connectTimeoutMs = positiveInteger(options.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs, 'connectTimeoutMs');
     this.#onWorkSignalRestart = options.onWorkSignalRestart;
     const s = this.#schema;
-    this.#endpoints = new EndpointQueries(s);
+    this.#endpointChanges = new EndpointChangeQueries(s);
+    this.#endpoints = new EndpointQueries(s, this.#endpointChanges);
     this.#fanOut = new FanOutQueries(s);
     this.#leases = new LeaseQueries(s);
     this.#claims = new ClaimQueries(s);
@@ -279,6 +283,14 @@ export class PostgresStore implements Store {
 
   async createEndpoint(endpoint: Endpoint): Promise<void> {
     return this.#run('createEndpoint', (sql) => this.#endpoints.create(sql, endpoint));
+  }
+
+  async endpointChangesAfter(after: number, limit: number): Promise<EndpointChange[]> {
+    return this.#run('endpointChangesAfter', (sql) => this.#endpointChanges.after(sql, after, limit));
+  }
+
+  async lastEndpointChange(): Promise<number> {
+    return this.#run('lastEndpointChange', (sql) => this.#endpointChanges.last(sql));
   }
 
   async getEndpoint(id: string): Promise<Endpoint | undefined> {
@@ -563,6 +575,7 @@ export class PostgresStore implements Store {
     const deadLetters = await drain((sql) => this.#retention.purgeDeadLetters(sql, before));
     const events = await drain((sql) => this.#retention.purgeEvents(sql, before));
     const replayJobs = await drain((sql) => this.#retention.purgeReplayJobs(sql, before));
+    await drain((sql) => this.#endpointChanges.purge(sql, before));
     return { attempts, deadLetters, events, replayJobs };
   }
 

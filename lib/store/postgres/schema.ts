@@ -355,6 +355,23 @@ CREATE INDEX IF NOT EXISTS replay_jobs_created ON ${s}.replay_jobs (created_at, 
 CREATE INDEX IF NOT EXISTS deliveries_live_replays ON ${s}.deliveries (endpoint_id) WHERE round > 0 AND status IN ('pending', 'in_flight');
 `,
   },
+  {
+    version: 14,
+    what: "the endpoint change log: every node follows it to bring its actors to the endpoints' current versions",
+    // The counter is one row, so a change's number is taken under its row lock (endpoint-changes.ts).
+    sql: (s) => `
+CREATE TABLE IF NOT EXISTS ${s}.endpoint_changes (
+  version     bigint PRIMARY KEY,
+  endpoint_id text COLLATE "C" NOT NULL,
+  changed_at  bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ${s}.endpoint_change_counter (
+  only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+  version  bigint NOT NULL
+);
+INSERT INTO ${s}.endpoint_change_counter (only_row, version) VALUES (true, 0) ON CONFLICT DO NOTHING;
+`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

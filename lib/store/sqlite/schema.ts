@@ -203,6 +203,18 @@ CREATE INDEX IF NOT EXISTS replay_jobs_created ON replay_jobs (created_at, id);
 CREATE INDEX IF NOT EXISTS deliveries_live_replays ON deliveries (endpoint_id) WHERE round > 0 AND status IN ('pending', 'in_flight');
 `,
   },
+  {
+    version: 13,
+    what: 'the endpoint change log: every node follows it to bring its actors to the endpoints\' current versions',
+    // AUTOINCREMENT: a number is never reused, even once purged, so a reader's cursor stays meaningful.
+    sql: `
+CREATE TABLE IF NOT EXISTS endpoint_changes (
+  version     INTEGER PRIMARY KEY AUTOINCREMENT,
+  endpoint_id TEXT NOT NULL,
+  changed_at  INTEGER NOT NULL
+);
+`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */

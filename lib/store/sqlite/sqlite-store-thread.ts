@@ -22,6 +22,7 @@ import type { DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, Outbo
 import { workerExecArgv } from '../../worker-exec-argv.ts';
 import { isTypeScriptModule, workerModule } from '../../worker-module.ts';
 import type {
+  EndpointChange,
   ReplayableDeadLetter,
   ReplayJobEnd,
   ReplayJobProgress,
@@ -109,6 +110,12 @@ export class SqliteStoreThread implements Store {
 
   createEndpoint(endpoint: Endpoint): Promise<void> {
     return this.#call('createEndpoint', [endpoint]);
+  }
+  endpointChangesAfter(after: number, limit: number): Promise<EndpointChange[]> {
+    return this.#call('endpointChangesAfter', [after, limit]);
+  }
+  lastEndpointChange(): Promise<number> {
+    return this.#call('lastEndpointChange', []);
   }
   getEndpoint(id: string): Promise<Endpoint | undefined> {
     return this.#call('getEndpoint', [id]);

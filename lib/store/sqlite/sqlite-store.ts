@@ -42,6 +42,7 @@ import type {
   ClaimRequest,
   DeadLetterFilter,
   DeliveryFilter,
+  EndpointChange,
   EndpointClaimRequest,
   EndpointPatch,
   FanOut,
@@ -72,6 +73,7 @@ import { CommitGroup, type MemberOutcome } from './commit-group.ts';
 import { DeadLetterStatements, REPLAY_CHUNK } from './dead-letters.ts';
 import { clampLimit, DeliveryLogStatements, MAX_LIST_LIMIT } from './delivery-log.ts';
 import { DeliveryMinuteStatements } from './delivery-minutes.ts';
+import { EndpointChangeStatements } from './endpoint-changes.ts';
 import { EndpointStatements } from './endpoints.ts';
 import { FailureGroupStatements } from './failure-groups.ts';
 import { FanOutStatements } from './fan-out.ts';
@@ -140,6 +142,7 @@ interface OpenState {
   readonly getSlotCount: Statement<string>;
   readonly dynamic: DynamicStatements;
   readonly endpoints: EndpointStatements;
+  readonly endpointChanges: EndpointChangeStatements;
   readonly fanOut: FanOutStatements;
   readonly leases: LeaseStatements;
   readonly claims: ClaimStatements;
@@ -275,7 +278,11 @@ export class SqliteStore implements Store {
   // Endpoints
 
   async createEndpoint(endpoint: Endpoint): Promise<void> {
-    return this.#run('createEndpoint', ({ endpoints }) => endpoints.create(endpoint));
+    return this.#run('createEndpoint', ({ db, endpoints, endpointChanges }) =>
+      db.transaction(() => {
+        endpoints.create(endpoint);
+        endpointChanges.record(endpoint.id, endpoint.createdAt);
+      }).immediate());
   }
 
   async getEndpoint(id: string): Promise<Endpoint | undefined> {
@@ -287,11 +294,29 @@ export class SqliteStore implements Store {
   }
 
   async updateEndpoint(id: string, patch: EndpointPatch, now: number): Promise<Endpoint | undefined> {
-    return this.#run('updateEndpoint', ({ db, endpoints }) => db.transaction(() => endpoints.update(id, patch, now)).immediate());
+    return this.#run('updateEndpoint', ({ db, endpoints, endpointChanges }) =>
+      db.transaction(() => {
+        const updated = endpoints.update(id, patch, now);
+        if (updated !== undefined) endpointChanges.record(id, now);
+        return updated;
+      }).immediate());
   }
 
   async deleteEndpoint(id: string, now: number): Promise<boolean> {
-    return this.#run('deleteEndpoint', ({ db, endpoints }) => db.transaction(() => endpoints.delete(id, now)).immediate());
+    return this.#run('deleteEndpoint', ({ db, endpoints, endpointChanges }) =>
+      db.transaction(() => {
+        const deleted = endpoints.delete(id, now);
+        if (deleted) endpointChanges.record(id, now);
+        return deleted;
+      }).immediate());
+  }
+
+  async endpointChangesAfter(after: number, limit: number): Promise<EndpointChange[]> {
+    return this.#run('endpointChangesAfter', ({ endpointChanges }) => endpointChanges.after(after, limit), 'read');
+  }
+
+  async lastEndpointChange(): Promise<number> {
+    return this.#run('lastEndpointChange', ({ endpointChanges }) => endpointChanges.last(), 'read');
   }
 
   async resumeDeliveries(endpointId: string, now: number): Promise<number> {
@@ -598,6 +623,7 @@ export class SqliteStore implements Store {
     const deadLetters = await drain(({ retention }) => retention.purgeDeadLetters(before));
     const events = await drain(({ db, retention }) => db.transaction(() => retention.purgeEvents(before)).immediate());
     const replayJobs = await drain(({ retention }) => retention.purgeReplayJobs(before));
+    await drain(({ endpointChanges }) => endpointChanges.purge(before));
     return { attempts, deadLetters, events, replayJobs };
   }
 
@@ -703,6 +729,7 @@ function prepareConnection(db: BetterSqlite3.Database): OpenState {
     getSlotCount: db.prepare<unknown[], string>(`SELECT value FROM meta WHERE key = 'slot_count'`).pluck(),
     dynamic,
     endpoints: new EndpointStatements(db),
+    endpointChanges: new EndpointChangeStatements(db),
     fanOut: new FanOutStatements(db, leases),
     leases,
     claims: new ClaimStatements(db, leases),
