@@ -304,6 +304,7 @@ export class Herald {
         claimPerEndpoint: config.engine.claimPerEndpoint,
         actorIdleMs: config.engine.actorIdleMs,
         mailboxBudget: config.delivery.maxInFlight * 4,
+        endpointSyncIntervalMs: config.engine.endpointSyncIntervalMs,
       },
       {
         store,
@@ -526,7 +527,7 @@ export class Herald {
 
   async deleteEndpoint(id: string): Promise<void> {
     if (!(await this.#store.deleteEndpoint(id, this.#clock.now()))) throw new NotFoundError('endpoint', id, 'endpointId');
-    this.#supervisor.endpointChanged(undefined, id);
+    await this.#supervisor.endpointChanged(undefined, id);
   }
 
   /** Re-enables an endpoint: its waiting deliveries go out again, its failure history starts afresh. */
@@ -844,7 +845,7 @@ export class Herald {
       try {
         const updated = await this.#store.updateEndpoint(id, { secrets, expectedSecrets: endpoint.secrets.map((s) => s.secret) }, this.#clock.now());
         if (updated === undefined) return false;
-        this.#supervisor.endpointChanged(updated, id);
+        await this.#supervisor.endpointChanged(updated, id);
         return true;
       } catch (error) {
         // Each conflict is another write to these secrets that landed first: a few in a row mean a loop, not a race.
@@ -875,7 +876,7 @@ export class Herald {
   async #patch(id: string, patch: Parameters<Store['updateEndpoint']>[1]): Promise<EndpointView> {
     const updated = await this.#store.updateEndpoint(id, patch, this.#clock.now());
     if (updated === undefined) throw new NotFoundError('endpoint', id, 'endpointId');
-    this.#supervisor.endpointChanged(updated, id);
+    await this.#supervisor.endpointChanged(updated, id);
     return viewOf(updated);
   }
 }

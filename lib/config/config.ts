@@ -106,6 +106,8 @@ export interface HeraldConfig {
     readonly slotCount: number;
     readonly sweepIntervalMs: number;
     readonly pollIntervalMs: number;
+    /** How often each node reads the endpoint change log, so its actors follow a change made through any node. @default 250 */
+    readonly endpointSyncIntervalMs: number;
     readonly claimBatchSize: number;
     readonly claimPerEndpoint: number;
     readonly actorIdleMs: number;
@@ -183,6 +185,7 @@ const NUMBER_RULES: Readonly<Record<string, Rule>> = {
   'engine.slotCount': { min: 1, max: 65_536 },
   'engine.sweepIntervalMs': { min: 10, max: 60 * SECOND },
   'engine.pollIntervalMs': { min: 5, max: 60 * SECOND },
+  'engine.endpointSyncIntervalMs': { min: 10, max: 60 * SECOND },
   'engine.claimBatchSize': { min: 1, max: 10_000 },
   'engine.claimPerEndpoint': { min: 1, max: 10_000 },
   'engine.actorIdleMs': { min: 100, max: DAY },

@@ -294,20 +294,33 @@ export class EndpointActor implements BreakerListener, WakeListener {
       return this.#release(job, this.#breaker.probeAt, 'breaker open');
     }
 
-    const endpoint = this.#endpoint;
-    const releasePermit = await this.#deps.permits.acquire(endpoint, laneOf(job) === MailboxLane.REPLAY ? SendLane.REPLAY : SendLane.NEW);
-    let sent: SendResult | undefined;
-    const startedAt = clock.now();
-    const generation = this.#adaptive?.generation ?? 0;
-    try {
-      let headers: Record<string, string>;
+    const lane = laneOf(job) === MailboxLane.REPLAY ? SendLane.REPLAY : SendLane.NEW;
+    let endpoint: Endpoint;
+    let releasePermit: () => void;
+    let headers: Record<string, string>;
+    let startedAt: number;
+    for (;;) {
+      endpoint = this.#endpoint;
+      releasePermit = await this.#deps.permits.acquire(endpoint, lane);
+      startedAt = clock.now();
       try {
         headers = await this.#deps.sign(job, endpoint, Math.floor(startedAt / 1000));
       } catch (error) {
+        releasePermit();
         // Our failure, not the endpoint's: no attempt is spent; try again a little later.
         this.#deps.emit('failure', { where: `signing for ${endpoint.id}`, error });
-        return await this.#release(job, clock.now() + SIGNING_RETRY_MS, 'signing failed');
+        return this.#release(job, clock.now() + SIGNING_RETRY_MS, 'signing failed');
       }
+      if (endpoint === this.#endpoint) break;
+      // Changed (through any node) while this attempt waited for its permit or its signatures: it
+      // goes out as the new version (its URL, its secrets) or not at all, never as the old one.
+      releasePermit();
+      if (this.#closing) return this.#release(job, clock.now(), 'shutdown');
+      if (this.#endpoint.status !== 'enabled') return this.#release(job, clock.now(), 'endpoint disabled');
+    }
+    let sent: SendResult | undefined;
+    const generation = this.#adaptive?.generation ?? 0;
+    try {
       const send = async (): Promise<Outcome> => {
         sent = await this.#deps.send({ url: endpoint.url, headers, body: job.event.payload, timeoutMs: endpoint.timeoutMs });
         return sent.outcome;

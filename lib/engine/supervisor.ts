@@ -46,6 +46,7 @@ import type { FanOut, Settlement, Store } from '../store/port.ts';
 import { EndpointActor, type ActorDeps } from './actor.ts';
 import type { EmitEngineEvent } from './engine-events.ts';
 import { ClaimPacer } from './claim-pacer.ts';
+import { EndpointSync } from './endpoint-sync.ts';
 import { planDeliveries } from './fanout.ts';
 import { RefillQueue } from './refill-queue.ts';
 import { SettleBatcher } from './settle-batcher.ts';
@@ -62,6 +63,8 @@ export interface SupervisorOptions {
   readonly actorIdleMs: number;
   /** Deliveries held in all mailboxes at once; beyond it nothing more is claimed. */
   readonly mailboxBudget: number;
+  /** How often the endpoint change log is read, so every node's actors follow a change. @default 250 */
+  readonly endpointSyncIntervalMs: number;
 }
 
 export interface SupervisorDeps {
@@ -128,6 +131,8 @@ export class Supervisor {
   readonly #pacer: ClaimPacer;
   /** What every actor gets: one object, made once, so an actor holds no closures of its own. */
   readonly #actorDeps: ActorDeps;
+  /** Brings the actors to their endpoints' current versions, whichever node changed them. */
+  readonly #endpointSync: EndpointSync;
 
   constructor(options: SupervisorOptions, deps: SupervisorDeps) {
     this.#options = options;
@@ -139,10 +144,22 @@ export class Supervisor {
       settle: (settlement, actor) => this.#settleDurably(settlement, actor),
       wake: () => this.signal(),
     };
+    this.#endpointSync = new EndpointSync(
+      { intervalMs: options.endpointSyncIntervalMs },
+      {
+        store: deps.store,
+        clock: deps.clock,
+        tracked: () => this.#actors.keys(),
+        isTracked: (id) => this.#actors.has(id),
+        apply: (id, endpoint) => this.#applyEndpoint(id, endpoint),
+        onError: (error) => deps.emit('failure', { where: 'endpoint sync', error }),
+      },
+    );
   }
 
   start(): void {
     this.#started = true;
+    this.#endpointSync.start();
     this.#unwatch = this.#deps.store.watch(() => this.signal());
     this.#sweep = this.#deps.clock.setInterval(() => this.signal(), this.#options.sweepIntervalMs);
     this.signal();
@@ -188,8 +205,19 @@ export class Supervisor {
     return this.#actors;
   }
 
-  /** An endpoint was edited, enabled or disabled: its actor takes the new version. */
-  endpointChanged(endpoint: Endpoint | undefined, id: string): void {
+  /**
+   * An endpoint was created, edited, enabled, disabled or deleted through this node: its actor takes
+   * the new version at once. Resolves once this node has caught up with the change log too, so a
+   * catch-up that read the endpoint before this change cannot leave its older version behind.
+   * Other nodes take it from the log within `endpointSyncIntervalMs`.
+   */
+  async endpointChanged(endpoint: Endpoint | undefined, id: string): Promise<void> {
+    this.#applyEndpoint(id, endpoint);
+    await this.#endpointSync.catchUp();
+  }
+
+  /** The endpoint as it is now: its actor, if it has one here, takes it, or closes when it is gone. */
+  #applyEndpoint(id: string, endpoint: Endpoint | undefined): void {
     const actor = this.#actors.get(id);
     if (actor === undefined) return;
     if (endpoint === undefined) {
@@ -224,6 +252,7 @@ export class Supervisor {
     for (const wake of this.#nextPump.splice(0)) wake();
     this.#unwatch?.();
     this.#sweep?.cancel();
+    await this.#endpointSync.close();
     await this.settled();
     const actors = [...this.#actors.values()];
     this.#actors.clear();
