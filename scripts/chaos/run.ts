@@ -14,13 +14,14 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describeMachine } from '../bench/harness.ts';
 import { CaseContext, killEverything, type ChaosCase, type Check } from './harness.ts';
+import { CLUSTER_FAULT_CASES } from './cluster-faults.ts';
 import { CONSUMER_CASES } from './consumers.ts';
 import { HOSTILE_INPUT_CASES } from './hostile-input.ts';
 import { PROCESS_FAULT_CASES } from './process-faults.ts';
 import { STORE_FAULT_CASES } from './store-faults.ts';
 
-const CASES: readonly ChaosCase[] = [...STORE_FAULT_CASES, ...PROCESS_FAULT_CASES, ...HOSTILE_INPUT_CASES, ...CONSUMER_CASES];
-const ORDER = ['lock', 'disk', 'sigkill', 'sigstop', 'outage', 'ssrf', 'input', 'tokens', 'consumers'];
+const CASES: readonly ChaosCase[] = [...STORE_FAULT_CASES, ...PROCESS_FAULT_CASES, ...HOSTILE_INPUT_CASES, ...CONSUMER_CASES, ...CLUSTER_FAULT_CASES];
+const ORDER = ['lock', 'disk', 'sigkill', 'sigstop', 'outage', 'ssrf', 'input', 'tokens', 'consumers', 'changes', 'partition'];
 const sorted = [...CASES].sort((a, b) => ORDER.indexOf(a.name) - ORDER.indexOf(b.name));
 
 const args = process.argv.slice(2);
