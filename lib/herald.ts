@@ -845,7 +845,8 @@ export class Herald {
       try {
         const updated = await this.#store.updateEndpoint(id, { secrets, expectedSecrets: endpoint.secrets.map((s) => s.secret) }, this.#clock.now());
         if (updated === undefined) return false;
-        await this.#supervisor.endpointChanged(updated, id);
+        // Not awaited: the same secrets under another key, and a rotation walks every endpoint.
+        void this.#supervisor.endpointChanged(updated, id);
         return true;
       } catch (error) {
         // Each conflict is another write to these secrets that landed first: a few in a row mean a loop, not a race.
