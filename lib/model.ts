@@ -229,6 +229,12 @@ export interface Delivery {
 export interface DeliveryJob {
   readonly delivery: Delivery;
   readonly event: OutboxEvent;
+  /**
+   * Taken over: the claim found it in flight under an older epoch (the node that claimed it crashed,
+   * or lost the slot, before settling it), so an attempt may already have reached the consumer.
+   * Absent on a fresh claim.
+   */
+  readonly resumed?: true;
 }
 
 /** What happened when an attempt was made: facts only, classification comes later. */
@@ -248,8 +254,9 @@ export type Outcome =
       readonly kind: 'network';
       /**
        * The system or undici error code, e.g. `ECONNREFUSED`, `ECONNRESET`, `ENOTFOUND`;
-       * or Herald's own: `PROTOCOL` (the peer answered, but not in HTTP/1.1) and
-       * `ERR_INVALID_URL` (the URL cannot be sent to).
+       * or Herald's own: `PROTOCOL` (the peer answered, but not in HTTP/1.1),
+       * `ERR_INVALID_URL` (the URL cannot be sent to) and `TAKEN_OVER` (nothing was sent: an
+       * at-most-once delivery taken over mid-attempt, whose one attempt may have been made).
        */
       readonly code: string;
       readonly message: string;

@@ -37,7 +37,7 @@
 import PQueue from 'p-queue';
 import type { Clock, Random } from '../clock.ts';
 import { newId } from '../ids.ts';
-import { DisabledReason, type Attempt, type DeliveryJob, type Endpoint, type Outcome } from '../model.ts';
+import { DeliveryMode, DisabledReason, type Attempt, type DeliveryJob, type Endpoint, type Outcome } from '../model.ts';
 import { classify, describeOutcome, isEndpointGone } from '../policy/classify.ts';
 import { decideNextStep } from '../policy/next-step.ts';
 import { retryPolicyOf } from '../policy/retry-policy.ts';
@@ -98,6 +98,8 @@ export interface ActorDeps {
 
 /** How long a delivery waits when it could not be signed (a fault on our side). */
 const SIGNING_RETRY_MS = 60_000;
+/** The network code of an attempt never made: an at-most-once delivery taken over mid-attempt. */
+export const TAKEN_OVER = 'TAKEN_OVER';
 
 /**
  * The mailbox's lanes (p-queue priorities, higher first): a replayed delivery (a round after the
@@ -227,6 +229,14 @@ export class EndpointActor implements BreakerListener, WakeListener {
 
   enqueue(job: DeliveryJob): void {
     this.#lastActiveAt = this.#deps.clock.now();
+    if (job.resumed === true && this.#endpoint.mode === DeliveryMode.AT_MOST_ONCE) {
+      // Its one attempt may have reached the consumer before the node that made it lost the slot:
+      // sending it again could make two. Dead-lettered unsent, before any gate could give it back
+      // to the store (a delivery given back is claimed again as a fresh one).
+      const ran = this.#mailbox.add(() => this.#abandonTakenOver(job), { priority: laneOf(job) });
+      void ran.catch((error: unknown) => this.#deps.emit('failure', { where: `actor ${this.#endpoint.id}`, error }));
+      return;
+    }
     if (laneOf(job) === MailboxLane.REPLAY) {
       this.#replays ??= new ReplayLane(
         (replay, finished) => this.#admit(replay, finished),
@@ -336,6 +346,56 @@ export class EndpointActor implements BreakerListener, WakeListener {
     this.#lastActiveAt = clock.now();
     await this.#conclude(job, endpoint, startedAt, sent);
     return undefined;
+  }
+
+  /**
+   * An at-most-once delivery taken over mid-attempt: dead with an attempt that records nothing was
+   * sent (`TAKEN_OVER`), so the dead letter shows it and an operator may replay it knowingly. The
+   * endpoint's health and breaker are left alone: the endpoint did not fail.
+   */
+  async #abandonTakenOver(job: DeliveryJob): Promise<void> {
+    const { clock, emit } = this.#deps;
+    const endpoint = this.#endpoint;
+    const now = clock.now();
+    const outcome: Outcome = {
+      kind: 'network',
+      code: TAKEN_OVER,
+      message: 'not sent: taken over from a node that lost its slot mid-attempt; its one attempt may have been made',
+    };
+    const reason = `at-most-once: ${describeOutcome(outcome)}`;
+    const attempt: AttemptRecord = { number: job.delivery.attempts + 1, startedAt: now, durationMs: 0, outcome, error: describeOutcome(outcome) };
+    const settlement: Settlement = {
+      kind: 'dead',
+      deliveryId: job.delivery.id,
+      epoch: job.delivery.leaseEpoch,
+      attempt,
+      deadLetterId: newId('dl'),
+      reason,
+    };
+    const applied = await this.#deps.settle(settlement, this);
+    emit('attempt', {
+      endpointId: endpoint.id,
+      tenantId: endpoint.tenantId,
+      eventId: job.event.id,
+      eventCreatedAt: job.event.createdAt,
+      deliveryId: job.delivery.id,
+      attempt: attempt.number,
+      startedAt: now,
+      durationMs: 0,
+      outcome,
+      summary: `dead: ${reason}`,
+      settlement,
+      applied,
+    });
+    if (!applied) return;
+    emit('operational', {
+      type: OperationalEventType.DELIVERY_EXHAUSTED,
+      endpointId: endpoint.id,
+      tenantId: endpoint.tenantId,
+      deliveryId: job.delivery.id,
+      at: now,
+      detail: reason,
+    });
   }
 
   /** Whether the gate would let a delivery through now (or as the breaker's probe): only then is a token taken. */

@@ -269,6 +269,8 @@ const partitionCase: ChaosCase = {
       await sleep(250);
     }
     const settledMs = performance.now() - settleStart;
+    const letters = await b.api('GET', '/v1/dead-letters?limit=1000');
+    const unsent = ((letters.json as { data?: Array<{ reason: string }> } | undefined)?.data ?? []).filter((l) => l.reason.includes('TAKEN_OVER')).length;
     const mostOnce = sink.received.filter((r) => r.path.startsWith('/most/'));
     const mostTwice = mostOnce.length - new Set(mostOnce.map((r) => `${r.path} ${String(r.headers['webhook-id'])}`)).size;
 
@@ -277,6 +279,7 @@ const partitionCase: ChaosCase = {
     ctx.figure('B held every slot after', fmtMs(coveredMs));
     ctx.figure('A ready again after the heal', fmtMs(readyAgainMs));
     ctx.figure('at-least-once settled after traffic', fmtMs(settledMs));
+    ctx.figure('at-most-once taken over and dead-lettered unsent', unsent);
     ctx.check('A answered /healthz throughout', healthzFailures === 0, `${healthzFailures} failures`);
     ctx.check('A said 503 on /readyz within 5 s', unreadyMs !== undefined && unreadyMs <= 5_000, fmtMs(unreadyMs));
     ctx.check(`B covered A's slots within ${(ENGINE.leaseMs + 2 * ENGINE.renewIntervalMs + 5_000) / 1000} s`, coveredMs !== undefined && coveredMs <= ENGINE.leaseMs + 2 * ENGINE.renewIntervalMs + 5_000, fmtMs(coveredMs));

@@ -1055,6 +1055,21 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           expect(jobs.map((j) => j.delivery.id)).to.deep.equal([delivery.id]);
           expect(jobs[0]!.delivery).to.include({ status: 'in_flight', leaseEpoch: 2 });
         });
+
+        it('says the orphan was taken over (resumed), and a fresh claim beside it was not', async () => {
+          await addEndpoint('ep_1');
+          const { delivery: orphan } = await claimedDelivery('ep_1');
+          const { deliveryIds: [fresh] } = await seed(['ep_1']);
+          clock.advance(LEASE_MS + SECOND);
+          await lease('node-b');
+          const jobs = await claim({ owner: 'node-b' });
+          expect(jobs.map((j) => [j.delivery.id, j.resumed ?? false]).sort()).to.deep.equal([[orphan.id, true], [fresh!, false]].sort());
+          // Claimed again after a give-back, it is a fresh claim.
+          const taken = jobs.find((j) => j.delivery.id === orphan.id)!;
+          await store.settle([{ kind: 'release', deliveryId: orphan.id, epoch: taken.delivery.leaseEpoch, nextAttemptAt: clock.now() }], clock.now());
+          const again = await claim({ owner: 'node-b' });
+          expect(again.map((j) => [j.delivery.id, j.resumed ?? false])).to.deep.equal([[orphan.id, false]]);
+        });
       });
     });
 

@@ -319,8 +319,10 @@ async function enabledAmong({ endpoints }: StoreDb, ids: readonly string[]): Pro
   return { enabled: new Set(found.map((e) => e._id)), fifo: new Set(found.filter(isFifo).map((e) => e._id)) };
 }
 
-function candidateOf(d: Pick<DeliveryDoc, '_id' | 'endpointId' | 'slot' | 'nextAttemptAt'>): ClaimCandidate {
-  return { _id: d._id, endpointId: d.endpointId, slot: d.slot, nextAttemptAt: d.nextAttemptAt };
+function candidateOf(d: Pick<DeliveryDoc, '_id' | 'endpointId' | 'slot' | 'nextAttemptAt'> & Partial<Pick<DeliveryDoc, 'status'>>): ClaimCandidate {
+  const candidate = { _id: d._id, endpointId: d.endpointId, slot: d.slot, nextAttemptAt: d.nextAttemptAt };
+  // In flight: an orphan under an older epoch (the claim filters say so), to be taken over.
+  return d.status === 'in_flight' ? { ...candidate, resumed: true } : candidate;
 }
 
 /**
@@ -341,6 +343,8 @@ async function claimCandidates(
   unsent: UnsentClaims,
 ): Promise<DeliveryJob[]> {
   if (candidates.length === 0) return [];
+  // The claimed documents no longer show it: what was in flight is known from the candidates.
+  const takenOver = new Set(candidates.filter((c) => c.resumed === true).map((c) => c._id));
   const bySlot = new Map(owned.map((o) => [o.slot, o]));
   const claimId = new ObjectId();
   const ops: AnyBulkWriteOperation<DeliveryDoc>[] = [];
@@ -353,7 +357,7 @@ async function claimCandidates(
   }
   if (ops.length === 0) return [];
   try {
-    return await takeClaim(db, claimId, ops, [...used.values()], owner, now);
+    return await takeClaim(db, claimId, ops, [...used.values()], owner, now, takenOver);
   } catch (error) {
     await unsent.failed(db, claimId, now);
     throw error;
@@ -367,6 +371,7 @@ async function takeClaim(
   used: readonly OwnedSlot[],
   owner: string,
   now: number,
+  takenOver: ReadonlySet<string>,
 ): Promise<DeliveryJob[]> {
   const { deliveries, events, leases } = db;
   const written = await deliveries.bulkWrite(ops, { ordered: false });
@@ -392,7 +397,9 @@ async function takeClaim(
       );
       continue;
     }
-    jobs.push({ delivery: deliveryFromDoc(doc), event });
+    jobs.push(takenOver.has(doc._id) ? { delivery: deliveryFromDoc(doc), event, resumed: true } : { delivery: deliveryFromDoc(doc), event });
   }
   return jobs;
 }
+
+const NONE: ReadonlySet<string> = new Set();

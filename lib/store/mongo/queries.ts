@@ -33,6 +33,8 @@ export interface ClaimCandidate {
   readonly endpointId: string;
   readonly slot: number;
   readonly nextAttemptAt: number;
+  /** In flight under an older epoch: claiming it takes it over (`DeliveryJob.resumed`). */
+  readonly resumed?: true;
 }
 
 // Leases
@@ -134,7 +136,7 @@ export function dueCountFilter(now: number): Filter<DeliveryDoc> {
 }
 
 /** What a candidate query reads: every field is in `deliveries_claim_walk`, so no document is fetched. */
-export const CANDIDATE_PROJECTION = Object.freeze({ _id: 1, endpointId: 1, slot: 1, nextAttemptAt: 1 } as const);
+export const CANDIDATE_PROJECTION = Object.freeze({ _id: 1, endpointId: 1, slot: 1, nextAttemptAt: 1, status: 1 } as const);
 
 /**
  * Earliest due first, ties by id: the order of `deliveries_claim_walk` ({status, slot, endpointId,

@@ -35,6 +35,8 @@ interface ClaimedRow extends DeliveryRow {
   event_created_at: number | null;
   event_endpoint_id: string | null;
   event_ordering_key: string | null;
+  /** It was in flight under an older epoch: taken over (`DeliveryJob.resumed`). */
+  resumed: boolean;
 }
 
 export class ClaimQueries {
@@ -115,7 +117,7 @@ export class ClaimQueries {
       ),
       picked AS (SELECT id, epoch FROM ranked WHERE rank <= $5 ORDER BY next_attempt_at, id LIMIT $6),
       locked AS (
-        SELECT d.id, p.epoch FROM ${s}.deliveries d JOIN picked p ON p.id = d.id
+        SELECT d.id, p.epoch, d.status = 'in_flight' AS resumed FROM ${s}.deliveries d JOIN picked p ON p.id = d.id
         WHERE (d.status = 'pending' AND d.next_attempt_at <= $2) OR (d.status = 'in_flight' AND d.lease_epoch < p.epoch)
         FOR UPDATE OF d SKIP LOCKED
       ),
@@ -132,7 +134,7 @@ export class ClaimQueries {
         JOIN ${s}.endpoints e ON e.id = w.endpoint_id AND e.status = 'enabled'
       ),
       locked AS (
-        SELECT d.id, r.epoch FROM ready r CROSS JOIN LATERAL (
+        SELECT d.id, r.epoch, false AS resumed FROM ready r CROSS JOIN LATERAL (
           SELECT id FROM ${s}.deliveries p
           WHERE status = 'pending' AND slot = r.slot AND endpoint_id = r.endpoint_id AND next_attempt_at <= $5
             AND (NOT r.fifo OR ${isLineHead('p')})
@@ -183,6 +185,7 @@ export class ClaimQueries {
         continue;
       }
       jobs.push({
+        ...(row.resumed ? { resumed: true as const } : {}),
         delivery: deliveryFromRow(row),
         event: {
           id: row.event_id,
@@ -208,7 +211,7 @@ function claimedWithEvents(s: string, now: string): string {
   return `claimed AS (
     UPDATE ${s}.deliveries d SET status = 'in_flight', updated_at = ${now}, lease_epoch = locked.epoch
     FROM locked WHERE d.id = locked.id
-    RETURNING ${deliveryColumns('d')}
+    RETURNING ${deliveryColumns('d')}, locked.resumed
   )
   SELECT c.*, e.tenant_id AS event_tenant_id, e.type AS event_type_name, e.payload AS event_payload,
          e.created_at AS event_created_at, e.endpoint_id AS event_endpoint_id, e.ordering_key AS event_ordering_key

@@ -127,6 +127,7 @@ export class ClaimStatements {
   readonly #claimById: Statement<DeliveryRow>;
   readonly #eventsByIds: Statement<EventRow>;
   readonly #cancelOrphan: Statement;
+  readonly #takenOver: Statement<string>;
 
   constructor(db: BetterSqlite3.Database, leases: LeaseStatements) {
     this.#leases = leases;
@@ -141,6 +142,10 @@ export class ClaimStatements {
       WHERE id = ? RETURNING ${DELIVERY_COLUMNS}`);
     this.#eventsByIds = db.prepare<unknown[], EventRow>(`SELECT * FROM events WHERE id IN (SELECT value FROM json_each(?))`);
     // A claimed delivery whose event is gone (deleted by hand) can never be sent.
+    // In flight under an older epoch in the owner's slots: what a claim now takes over (`resumed`).
+    // RETURNING shows a row as the claim left it, so they are read first (deliveries_in_flight).
+    this.#takenOver = db.prepare<unknown[], string>(`SELECT d.id FROM leases l JOIN deliveries d ON d.slot = l.slot
+      WHERE l.owner = @owner AND l.until > @now AND d.status = 'in_flight' AND d.lease_epoch < l.epoch`).pluck();
     this.#cancelOrphan = db.prepare(`UPDATE deliveries SET status = 'cancelled', last_error = 'event missing', updated_at = @now
       WHERE id = @id`);
   }
@@ -149,6 +154,7 @@ export class ClaimStatements {
     const { owner, now } = request;
     const backlog = this.#countDue.get({ now, cap: CLAIM_SCAN_MAX + 1 }) ?? 0;
     const statement = backlog > CLAIM_SCAN_MAX ? this.#byEndpoint : this.#byScan;
+    const takenOver = new Set(this.#takenOver.all({ owner, now }));
     const rows = statement.all({
       owner,
       now,
@@ -157,7 +163,7 @@ export class ClaimStatements {
       perEndpoint: Math.floor(request.perEndpointLimit),
       limit: Math.floor(request.limit),
     });
-    return this.#jobsFor(rows, now);
+    return this.#jobsFor(rows, now, takenOver);
   }
 
   /** `wanted` holds the endpoints to claim for, each with a limit of at least 1. */
@@ -179,7 +185,7 @@ export class ClaimStatements {
   }
 
   /** Claimed rows with their events, earliest due first; a row whose event is gone is cancelled. */
-  #jobsFor(rows: DeliveryRow[], now: number): DeliveryJob[] {
+  #jobsFor(rows: DeliveryRow[], now: number, takenOver: ReadonlySet<string> = NONE): DeliveryJob[] {
     if (rows.length === 0) return [];
     const eventIds = [...new Set(rows.map((row) => row.event_id))];
     const events = new Map(this.#eventsByIds.all(JSON.stringify(eventIds)).map((row) => [row.id, eventFromRow(row)]));
@@ -192,11 +198,13 @@ export class ClaimStatements {
         this.#cancelOrphan.run({ id: row.id, now });
         continue;
       }
-      jobs.push({ delivery: deliveryFromRow(row), event });
+      jobs.push(takenOver.has(row.id) ? { delivery: deliveryFromRow(row), event, resumed: true } : { delivery: deliveryFromRow(row), event });
     }
     return jobs;
   }
 }
+
+const NONE: ReadonlySet<string> = new Set();
 
 /** SQLite's BINARY collation, which orders the claim, compares bytes; ids are ASCII, so code units agree. */
 function compareText(a: string, b: string): number {

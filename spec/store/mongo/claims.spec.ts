@@ -324,6 +324,23 @@ describe('MongoDB claims', () => {
   });
 
   describe('claimDue', () => {
+    context('when an orphan (in flight under an older epoch) is among the candidates', () => {
+      it('hands it out as taken over (resumed), and the pending one beside it as fresh', async () => {
+        const fake = world();
+        fake.c.deliveries.on('countDocuments', () => 1);
+        fake.c.deliveries.on('find', (filter: unknown) =>
+          isReadBack(filter)
+            ? [delivery('dlv_1'), delivery('dlv_2')]
+            : [
+                { _id: 'dlv_1', endpointId: 'ep_1', slot: SLOT, nextAttemptAt: NOW - 5, status: 'in_flight' },
+                { _id: 'dlv_2', endpointId: 'ep_1', slot: SLOT, nextAttemptAt: NOW, status: 'pending' },
+              ],
+        );
+        const jobs = await claimDue(fake.db, request(), 10, 2, new UnsentClaims());
+        expect(jobs.map((j) => [j.delivery.id, j.resumed ?? false])).to.deep.equal([['dlv_1', true], ['dlv_2', false]]);
+      });
+    });
+
     context(`when at most ${CLAIM_SCAN_MAX} deliveries are due`, () => {
       it('reads every due candidate and orphan of the owned slots in one query, and groups nothing', async () => {
         const fake = world();
