@@ -2093,6 +2093,30 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         });
       });
 
+      context('when the minutes are summed per endpoint (deliveryTotals)', () => {
+        it('adds every node\'s increments of each endpoint over the window, within the scope, by endpoint id', async () => {
+          // Two nodes' flushes into the same rows, a minute outside the window on each side.
+          await store.addDeliveryMinutes([increment('ep_b', 'acme', T0, 2), increment('ep_a', 'acme', T0, 3)]);
+          await store.addDeliveryMinutes([increment('ep_b', 'acme', T0, 5), increment('ep_b', 'acme', T0 + MINUTE, 1)]);
+          await store.addDeliveryMinutes([increment('ep_c', 'globex', T0 + 2 * MINUTE, 4)]);
+          await store.addDeliveryMinutes([increment('ep_a', 'acme', T0 - MINUTE, 100), increment('ep_a', 'acme', T0 + HOUR, 100)]);
+          const window = { from: T0, to: T0 + HOUR };
+
+          const all = await store.deliveryTotals({ scope: { kind: 'all' }, ...window });
+          expect(all).to.deep.equal([
+            { endpointId: 'ep_a', attempts: 3, delivered: 3, retriesScheduled: 3, deadLettered: 3, firstAttempts: 3, firstAttemptSuccesses: 2 },
+            { endpointId: 'ep_b', attempts: 8, delivered: 8, retriesScheduled: 8, deadLettered: 8, firstAttempts: 8, firstAttemptSuccesses: 5 },
+            { endpointId: 'ep_c', attempts: 4, delivered: 4, retriesScheduled: 4, deadLettered: 4, firstAttempts: 4, firstAttemptSuccesses: 3 },
+          ]);
+          const tenant = await store.deliveryTotals({ scope: { kind: 'tenant', tenantId: 'acme' }, ...window });
+          expect(tenant.map((t) => [t.endpointId, t.attempts])).to.deep.equal([['ep_a', 3], ['ep_b', 8]]);
+          const named = await store.deliveryTotals({ scope: { kind: 'endpoints', endpointIds: ['ep_c', 'ep_b'] }, ...window });
+          expect(named.map((t) => [t.endpointId, t.attempts])).to.deep.equal([['ep_b', 8], ['ep_c', 4]]);
+          expect(await store.deliveryTotals({ scope: { kind: 'endpoints', endpointIds: [] }, ...window })).to.deep.equal([]);
+          expect(await store.deliveryTotals({ scope: { kind: 'tenant', tenantId: 'initech' }, ...window })).to.deep.equal([]);
+        });
+      });
+
       context('when a window is asked for', () => {
         it('covers the minutes from its start, inclusive, to its end, exclusive', async () => {
           await store.addDeliveryMinutes([0, 1, 2, 3].map((i) => increment('ep_a', 'acme', T0 + i * MINUTE, i + 1)));
