@@ -47,7 +47,7 @@ export interface StatusServerOptions {
   readonly host: string;
   readonly port: number;
   readonly adminToken: string;
-  /** Times the dashboard's recent failure rates, and how long a refused body is read. @default the system clock */
+  /** Times this node's recent failure rates (`/v1/status`'s `recent`), and how long a refused body is read. @default the system clock */
   readonly clock?: Clock;
   /** Metrics to serve on `/metrics`; by default the server makes its own registry (and closes it with the server). */
   readonly metrics?: HeraldMetrics;
@@ -191,7 +191,8 @@ export class StatusServer {
 
     this.#route('GET', '/v1/status', async () => ({
       status: 200,
-      json: { ...(await h.status()), recent: { windowMs: this.#stats.windowMs, endpoints: this.#stats.snapshot() } },
+      // `recent`: this node's attempts only (the cluster's are GET /v1/stats).
+      json: { ...(await h.status()), recent: { scope: 'node', windowMs: this.#stats.windowMs, endpoints: this.#stats.snapshot() } },
     }));
 
     // Tenant tokens: the admin's only. The token is in the answer once and never again.
@@ -247,15 +248,12 @@ export class StatusServer {
       return { status: 202, json: { ...sent.event, payload: JSON.parse(sent.event.payload) as unknown, deliveryId: sent.deliveryId } };
     }, ownEndpoint);
 
-    // Each endpoint's attempts and failure rate over the last hour on this node (as in /v1/status's `recent`).
+    // Each endpoint's attempts and failure rate over the last hour on every node (the cluster's,
+    // from the stored delivery minutes: cluster-stats.ts), within the tenant the query names (a
+    // tenant token's own, always) or, for the admin without one, every endpoint.
     this.#route('GET', '/v1/stats', async ({ query }) => {
       const tenantId = query.get('tenantId');
-      const recent = this.#stats.snapshot();
-      const mine = tenantId === null ? undefined : new Set((await h.listEndpoints({ tenantId })).map((e) => e.id));
-      return {
-        status: 200,
-        json: { windowMs: this.#stats.windowMs, endpoints: mine === undefined ? recent : recent.filter((r) => mine.has(r.endpointId)) },
-      };
+      return { status: 200, json: await h.deliveryStats(tenantId === null || tenantId === '' ? { kind: 'all' } : { kind: 'tenant', tenantId }) };
     }, { tenant: { listsTenant: true } });
 
     // The delivery charts: one endpoint's series or every endpoint's (`all`), within the tenant the

@@ -86,7 +86,7 @@ describe('Status port: status, readiness and the delivery log', () => {
         expect(status.deliveries).to.include({ delivered: 1, pending: 0 });
         const actor = status.actors.find((a: { endpointId: string }) => a.endpointId === endpoint.id);
         expect(actor).to.deep.include({ breaker: 'closed', queued: 0, running: 0, lastError: 'HTTP 503' });
-        expect(status.recent.windowMs).to.equal(3_600_000);
+        expect(status.recent).to.include({ scope: 'node', windowMs: 3_600_000 });
         expect(status.recent.endpoints).to.deep.equal([
           { endpointId: endpoint.id, attempts: 2, failures: 1, failureRate: 0.5, lastFailureAt: failed.startedAt, lastError: 'HTTP 503' },
         ]);
