@@ -276,12 +276,7 @@ export class StatusServer {
     this.#route('GET', '/v1/deliveries', async ({ query }) => {
       const filter = deliveryFilter(query);
       const limit = filter.limit ?? DEFAULT_PAGE;
-      // One more than the page tells whether there is a next page (the store caps a query at 1000).
-      const rows = await h.listDeliveries({ ...filter, limit: Math.min(limit + 1, 1_000) });
-      const data = rows.slice(0, limit);
-      const last = data.at(-1);
-      const more = rows.length > limit || (limit === 1_000 && rows.length === limit);
-      return { status: 200, json: { data, nextCursor: more && last !== undefined ? encodeCursor(last) : null } };
+      return { status: 200, json: pageOf(await h.listDeliveries({ ...filter, limit: lookAhead(limit) }), limit) };
     }, tenantListing);
     this.#route('GET', '/v1/deliveries/:id', async ({ params }) => {
       const { payload, ...delivery } = await h.getDeliveryWithPayload(params.id ?? '');
@@ -292,10 +287,12 @@ export class StatusServer {
       json: { data: await h.listAttempts(params.id ?? '') },
     }), ownDelivery);
 
-    this.#route('GET', '/v1/dead-letters', async ({ query }) => ({
-      status: 200,
-      json: { data: await h.listDeadLetters(deadLetterFilter(query)) },
-    }), tenantListing);
+    // Paged like the delivery log: `cursor` is the previous page's `nextCursor`.
+    this.#route('GET', '/v1/dead-letters', async ({ query }) => {
+      const filter = deadLetterFilter(query);
+      const limit = filter.limit ?? DEFAULT_PAGE;
+      return { status: 200, json: pageOf(await h.listDeadLetters({ ...filter, limit: lookAhead(limit) }), limit) };
+    }, tenantListing);
     this.#route('GET', '/v1/dead-letters/:id', async ({ params }) => ({ status: 200, json: await h.getDeadLetter(params.id ?? '') }), ownDeadLetter);
     this.#route('POST', '/v1/dead-letters/replay', async ({ body }) => {
       const input = await body();
@@ -563,8 +560,22 @@ function replayIds(body: unknown): string[] | undefined {
   return ids as string[];
 }
 
+/** How many rows to ask the store for a page of `limit`: one more tells whether there is a next page (the store caps a query at 1000). */
+function lookAhead(limit: number): number {
+  return Math.min(limit + 1, 1_000);
+}
+
+/** A page of a listing (newest first) read with {@link lookAhead}: its rows and the cursor to the next page, `null` on the last one. */
+function pageOf<Row extends { readonly createdAt: number; readonly id: string }>(rows: readonly Row[], limit: number): { data: Row[]; nextCursor: string | null } {
+  const data = rows.slice(0, limit);
+  const last = data.at(-1);
+  const more = rows.length > limit || (limit === 1_000 && rows.length === limit);
+  return { data, nextCursor: more && last !== undefined ? encodeCursor(last) : null };
+}
+
 function deadLetterFilter(query: URLSearchParams): DeadLetterFilter {
   const includeReplayed = query.get('includeReplayed');
+  const cursor = query.get('cursor');
   const state = optionalString(query, 'state').state;
   if (state !== undefined && !isTriageState(state)) {
     throw new ValidationError('state', `must be one of ${TRIAGE_STATES.join(', ')} (got ${JSON.stringify(state)})`);
@@ -576,6 +587,7 @@ function deadLetterFilter(query: URLSearchParams): DeadLetterFilter {
     ...timeRange(query),
     ...limitOf(query),
     ...(includeReplayed === null ? {} : { includeReplayed: includeReplayed === 'true' }),
+    ...(cursor === null || cursor === '' ? {} : { after: decodeCursor(cursor) }),
   };
 }
 

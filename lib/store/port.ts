@@ -193,6 +193,12 @@ export interface DeadLetterFilter {
   readonly state?: TriageState;
   /** Only dead letters of this failure kind (`lib/policy/failure-kind.ts`), e.g. `http-503`. */
   readonly failureKind?: string;
+  /**
+   * Pagination of `listDeadLetters` (ignored elsewhere): only dead letters after this one in the
+   * listing's order (newest first, ties the later inserted first), i.e. older than it. When the
+   * dead letter named is gone (purged), those created at its time are skipped too.
+   */
+  readonly after?: { readonly createdAt: number; readonly id: string };
   /** Default 100. */
   readonly limit?: number;
 }

@@ -1634,6 +1634,36 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         });
       });
 
+      context('when listing dead letters page by page (after the last of a page)', () => {
+        it('walks the listing in its order, ties the later inserted first, each dead letter once', async () => {
+          await addEndpoint('ep_1');
+          const t0 = clock.now();
+          // Inserted e then c in one millisecond, a then d in the next: ids in neither order.
+          await deadDelivery('ep_1', 'dl_e');
+          await deadDelivery('ep_1', 'dl_c');
+          clock.advance(MINUTE);
+          await deadDelivery('ep_1', 'dl_a');
+          await deadDelivery('ep_1', 'dl_d');
+          clock.advance(MINUTE);
+          await deadDelivery('ep_1', 'dl_b');
+
+          const walked: string[][] = [];
+          let after: { createdAt: number; id: string } | undefined;
+          for (let page = 0; page < 5; page++) {
+            const rows = await store.listDeadLetters({ endpointId: 'ep_1', limit: 2, ...(after === undefined ? {} : { after }) });
+            if (rows.length === 0) break;
+            walked.push(rows.map((d) => d.id));
+            const last = rows.at(-1)!;
+            after = { createdAt: last.createdAt, id: last.id };
+          }
+          expect(walked).to.deep.equal([['dl_b', 'dl_d'], ['dl_a', 'dl_c'], ['dl_e']]);
+          const ids = async (filter: Parameters<Store['listDeadLetters']>[0]) => (await store.listDeadLetters(filter)).map((d) => d.id);
+          expect(await ids({ after: { createdAt: t0 + MINUTE, id: 'dl_d' } })).to.deep.equal(['dl_a', 'dl_c', 'dl_e']);
+          expect(await ids({ after: { createdAt: t0 + MINUTE, id: 'dl_gone' } }), 'after one purged: the older ones').to.deep.equal(['dl_c', 'dl_e']);
+          expect(await ids({ tenantId: 'globex', after: { createdAt: t0 + 2 * MINUTE, id: 'dl_b' } })).to.deep.equal([]);
+        });
+      });
+
       context('when operators triage dead letters', () => {
         const ack = (ids: string[], note = 'consumer fixed, replay tomorrow', by = 'alice') =>
           store.triageDeadLetters({ ids, state: 'acknowledged', note, by }, clock.now());
