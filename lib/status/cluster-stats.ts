@@ -10,11 +10,16 @@
  * The minutes hold counts only, not errors: an endpoint's `lastFailureAt` and `lastError` come from
  * the failure groups (`lib/dead-letters/failure-groups.ts`), the latest failure that is still open
  * (a delivery waiting for its retry, or an open dead letter), and are `null` when none is, even
- * when the window counts failures that have since been delivered.
+ * when the window counts failures that have since been delivered. Only the largest
+ * {@link LAST_FAILURE_GROUPS} groups in scope are read: a store reads each group's sample by a
+ * query of its own, and the pages ask for the stats every 5 s.
  */
 import type { FailureGroup } from '../dead-letters/failure-groups.ts';
 import { MINUTE_MS, minuteOf, type EndpointDeliveryTotals } from './delivery-minutes.ts';
 import type { EndpointRecent } from './endpoint-stats.ts';
+
+/** The failure groups read for the endpoints' last failures, the largest first. */
+export const LAST_FAILURE_GROUPS = 100;
 
 /** The stats' window: the last hour, in whole minutes, the current one included. */
 export const STATS_WINDOW_MS = 60 * MINUTE_MS;

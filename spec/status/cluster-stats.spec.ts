@@ -6,6 +6,8 @@
 import { expect } from 'chai';
 import { resolveConfig } from '../../lib/config/config.ts';
 import { Herald } from '../../lib/herald.ts';
+import type { FailureGroup } from '../../lib/dead-letters/failure-groups.ts';
+import { clusterStatsOf, statsRange } from '../../lib/status/cluster-stats.ts';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';
 import { expectOk, startStatus, type StatusFixture } from './status-fixture.ts';
 
@@ -99,6 +101,31 @@ describe('Cluster stats (GET /v1/stats)', () => {
         { endpointId: id, attempts: 1, failures: 1, failureRate: 1, lastFailureAt: reply.json.endpoints[0]?.lastFailureAt, lastError: 'HTTP 404' },
       ]);
       expect(reply.json.endpoints[0].lastFailureAt).to.be.within(dead!.startedAt, dead!.startedAt + dead!.durationMs + 1_000);
+    });
+  });
+
+  describe('clusterStatsOf', () => {
+    const T0 = Date.UTC(2026, 0, 1, 12, 0);
+    const totals = (endpointId: string, attempts: number, delivered: number) =>
+      ({ endpointId, attempts, delivered, retriesScheduled: attempts - delivered, deadLettered: 0, firstAttempts: attempts, firstAttemptSuccesses: delivered });
+    const group = (endpointId: string, kind: string, lastSeen: number, summary: string): FailureGroup =>
+      ({ endpointId, kind, tenantId: 'acme', count: { retrying: 1, dead: 0, total: 1 }, firstSeen: lastSeen, lastSeen, sample: { summary, status: null, body: null } });
+
+    it("covers the last 60 whole minutes at a time, the current one included", () => {
+      expect(statsRange(T0 + 30_000)).to.deep.equal({ from: T0 + 60_000 - HOUR, to: T0 + 60_000 });
+    });
+
+    it("rates each endpoint's failures, takes the latest of its open groups, and leaves out endpoints without attempts", () => {
+      const stats = clusterStatsOf(statsRange(T0), [totals('ep_a', 4, 1), totals('ep_b', 0, 0), totals('ep_c', 2, 2)], [
+        group('ep_a', 'http-503', T0 - 5_000, 'HTTP 503'),
+        group('ep_a', 'timeout', T0 - 1_000, 'timeout after 10000 ms'),
+        group('ep_z', 'dns', T0, 'ENOTFOUND'),
+      ]);
+      expect(stats).to.deep.include({ scope: 'cluster', windowMs: HOUR });
+      expect(stats.endpoints).to.deep.equal([
+        { endpointId: 'ep_a', attempts: 4, failures: 3, failureRate: 0.75, lastFailureAt: T0 - 1_000, lastError: 'timeout after 10000 ms' },
+        { endpointId: 'ep_c', attempts: 2, failures: 0, failureRate: 0, lastFailureAt: null, lastError: null },
+      ]);
     });
   });
 });
