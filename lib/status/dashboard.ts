@@ -144,7 +144,7 @@ async function refresh() {
 // The long lists show ${PAGE_ROWS} rows at a time, paged with the API's cursor (pager in page-kit.ts);
 // a refresh reloads the page shown.
 let lastStatus = null;
-const deadPager = pager('dead', ${PAGE_ROWS}, () => '/v1/dead-letters?' + deadQuery(), (rows, page) => {
+const deadPager = pager('dead', ${PAGE_ROWS}, () => '/v1/dead-letters?' + deadQuery(), (rows) => {
   $('dead').innerHTML = rows.length === 0 ? '<tr><td class="empty">No dead letter ' + ($('dead-state').value === '' ? 'waits' : 'matches') + '.</td></tr>' :
     head(['died', 'age', 'state', 'endpoint', 'event', 'attempts', 'reason', '']) +
     rows.map((x) => {

@@ -61,7 +61,7 @@ function pager(name, limit, path, render) {
     // A later page emptied meanwhile (its rows replayed, purged): show the one before instead.
     if (page.data.length === 0 && p.cursors.length > 1) { p.cursors.pop(); return p.load(); }
     p.next = page.nextCursor;
-    render(page.data, p.cursors.length);
+    render(page.data);
     $(name + '-older').hidden = !p.next; $(name + '-newer').hidden = p.cursors.length === 1;
     $(name + '-at').textContent = p.cursors.length === 1 && !p.next ? '' : 'page ' + p.cursors.length;
     return page;
