@@ -64,6 +64,7 @@ import { TenantTokens } from './tenants/tenant-tokens.ts';
 export const TEST_EVENT_TYPE = 'herald.test';
 import { isInScope, type SeriesScope } from './status/delivery-minutes.ts';
 import { ALL_ENDPOINTS, seriesOf, seriesRange, type DeliverySeries, type SeriesRequest } from './status/delivery-series.ts';
+import { clusterStatsOf, LAST_FAILURE_GROUPS, statsRange, type ClusterStats } from './status/cluster-stats.ts';
 import { DeliveryMinuteRecorder } from './status/minute-recorder.ts';
 
 /** How many times `reencryptSecrets()` reads an endpoint again when its secrets changed under it. */
@@ -460,6 +461,21 @@ export class Herald {
     const now = this.#clock.now();
     const { from, to } = seriesRange(request.window, now);
     return seriesOf(request, now, await this.#store.deliveryMinutes({ scope, from, to }));
+  }
+
+  /**
+   * The cluster's attempts and failure rate per endpoint over the last hour, every node's, from the
+   * stored delivery minutes (`lib/status/cluster-stats.ts`; they lag by up to one flush of each
+   * node's minutes). `within` is what the asker may see: every endpoint, or a tenant's. An
+   * endpoint's last open failure comes from its failure groups (the largest `LAST_FAILURE_GROUPS` in scope).
+   */
+  async deliveryStats(within: Exclude<SeriesScope, { kind: 'endpoints' }>): Promise<ClusterStats> {
+    const range = statsRange(this.#clock.now());
+    const [totals, groups] = await Promise.all([
+      this.#store.deliveryTotals({ scope: within, ...range }),
+      this.#store.failureGroups({ ...(within.kind === 'tenant' ? { tenantId: within.tenantId } : {}), limit: LAST_FAILURE_GROUPS }),
+    ]);
+    return clusterStatsOf(range, totals, groups);
   }
 
   // Endpoints

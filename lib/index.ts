@@ -36,6 +36,8 @@ export type { OutboxEvent, Endpoint, Delivery, Attempt, Outcome, DeadLetter, Del
 export { DisabledReason, JitterKind, TriageState, type Triage } from './model.ts';
 export { ReplayJobState, type ReplayJob, type ReplayJobOptions } from './dead-letters/replay-jobs.ts';
 export type { Store } from './store/port.ts';
-export type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, SeriesScope } from './status/delivery-minutes.ts';
+export type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals, SeriesScope } from './status/delivery-minutes.ts';
+export type { ClusterStats } from './status/cluster-stats.ts';
+export type { EndpointRecent } from './status/endpoint-stats.ts';
 export type { DeliverySeries, SeriesPoint, SeriesRequest, SeriesWindow } from './status/delivery-series.ts';
 export { OperationalEventType, type OperationalEvent, type EngineEvents } from './engine/engine-events.ts';

@@ -3,19 +3,22 @@
  * build step), that reads the admin API with the token the operator enters
  * once (kept in the browser's session storage, so it goes with the tab).
  *
- * It shows this node; the delivery charts (`delivery-charts.ts`, shared with the portal): per minute
+ * It shows this node (slots, in flight, the store as it sees it) and the cluster's last hour
+ * (attempts, failed attempts and their rate, every node's: `GET /v1/stats`, up to one flush of
+ * the delivery minutes behind); the delivery charts (`delivery-charts.ts`, shared with the portal): per minute
  * by outcome, the first-attempt success ratio and attempt latency p50/p95, over the last hour or
  * 24 h, for every endpoint or one chosen (`GET /v1/stats/series`); the endpoints with their health, breaker state,
- * failure rate over the last hour and limits (concurrency, rate limit, FIFO ordering); the failures grouped by
- * endpoint and failure kind (retrying, dead, since when, a sample) with a Replay button per group;
+ * the cluster's failure rate over the last hour and limits (concurrency, rate limit, FIFO ordering); the failures grouped by
+ * endpoint and failure kind (retrying, dead, since when, a sample; the 50 largest groups) with a Replay button per group;
  * recent failures with their error; the
  * dead-letter queue with each letter's age and triage state, acknowledge,
  * discard (with a note and who) and replay buttons per item, a state filter
  * and a bulk "replay since";
- * and a delivery-log search paged with the API's cursor. It refreshes every
- * 5 s. Everything the API returns is escaped before it is shown.
+ * and a delivery-log search. The dead letters and the delivery log show one page of `PAGE_ROWS`
+ * at a time, with Older / Newer through the API's cursor. It refreshes every
+ * 5 s (the page of a list shown stays). Everything the API returns is escaped before it is shown.
  */
-import { PAGE_CSS, pageKitScript } from './page-kit.ts';
+import { PAGE_CSS, PAGE_ROWS, pageKitScript, pagerMarkup } from './page-kit.ts';
 import { DELIVERY_CHARTS_CSS, DELIVERY_CHARTS_SCRIPT_URL, deliveryChartsMarkup } from './delivery-charts.ts';
 
 const PAGE = String.raw`<!doctype html>
@@ -42,17 +45,19 @@ ${DELIVERY_CHARTS_CSS}
 <button id="logout" hidden>Forget token</button></header>
 <main>
 <p id="msg" role="status"></p>
-<section><h2>This node</h2><div class="cards" id="summary"></div></section>
+<section><h2>This node</h2><div class="cards" id="summary"></div>
+<h2>The cluster, last hour</h2><div class="cards" id="cluster"></div></section>
 <section id="charts-section"><h2>Deliveries</h2>
 ${deliveryChartsMarkup('every endpoint')}</section>
 <section><h2>Endpoints</h2><table id="endpoints"></table></section>
-<section><h2>Failures</h2><table id="groups"></table></section>
+<section><h2>Failures</h2><table id="groups"></table>
+<p id="groups-more" class="muted" hidden>The 50 largest groups; the smaller ones: <code>GET /v1/failures?limit=1000</code>, or an endpoint's with <code>endpointId</code>.</p></section>
 <section><h2>Recent failures</h2><table id="failures"></table></section>
 <section><h2>Dead letters</h2>
 <form id="bulk" class="inline"><label>Replay every dead letter since <input id="bulk-since" type="datetime-local" required></label><button>Replay since…</button></form>
 <form id="triage" class="inline"><label>Show <select id="dead-state"><option value="">open (new, acknowledged)</option><option>new</option><option>acknowledged</option><option>replayed</option><option>discarded</option><option value="all">all</option></select></label>
  <label>Note for Acknowledge / Discard <input id="triage-note" size="40" maxlength="2000"></label><label>By <input id="triage-by" size="14" maxlength="200"></label></form>
-<table id="dead"></table></section>
+<table id="dead"></table>${pagerMarkup('dead')}</section>
 <section><h2>Delivery log</h2>
 <form id="search" class="inline">
  <label>Endpoint <input name="endpointId" size="14"></label><label>Tenant <input name="tenantId" size="10"></label>
@@ -60,7 +65,7 @@ ${deliveryChartsMarkup('every endpoint')}</section>
  <label>Status <select name="status"><option value="">any</option><option>pending</option><option>in_flight</option><option>delivered</option><option>dead</option><option>cancelled</option></select></label>
  <label>Since <input name="since" type="datetime-local"></label><label>Until <input name="until" type="datetime-local"></label>
  <button>Search</button></form>
-<table id="log"></table><p><button id="more" hidden>Next page</button></p>
+<table id="log"></table>${pagerMarkup('log')}
 <div id="attempts"></div></section>
 </main>
 <script src="/assets/uplot.iife.min.js"></script>
@@ -77,12 +82,19 @@ const deadQuery = () => { const v = $('dead-state').value; return v === '' ? '' 
 async function refresh() {
   if (!token()) { say('Enter the admin token (data/admin-token, or HERALD_ADMIN_TOKEN) to start.'); return; }
   try {
-    const [endpoints, dead, status, recent, groups] = await Promise.all([
-      api('/v1/endpoints'), api('/v1/dead-letters?limit=100' + deadQuery()), api('/v1/status'), api('/v1/deliveries?limit=200'), api('/v1/failures?limit=50')]);
+    const [endpoints, status, stats, recent, groups] = await Promise.all([
+      api('/v1/endpoints'), api('/v1/status'), api('/v1/stats'), api('/v1/deliveries?limit=200'), api('/v1/failures?limit=50')]);
+    lastStatus = status;
+    await deadPager.load();
     deliveryCharts.setEndpoints(endpoints.data);
     await deliveryCharts.draw();
     const actors = new Map(status.actors.map((a) => [a.endpointId, a]));
-    const rates = new Map(status.recent.endpoints.map((e) => [e.endpointId, e]));
+    // Every node's attempts (GET /v1/stats reads the stored delivery minutes: up to one flush behind).
+    const rates = new Map(stats.endpoints.map((e) => [e.endpointId, e]));
+    const attempts = stats.endpoints.reduce((n, e) => n + e.attempts, 0); const failed = stats.endpoints.reduce((n, e) => n + e.failures, 0);
+    $('cluster').innerHTML = [['attempts', attempts], ['failed attempts', failed], ['failure rate', attempts ? Math.round(failed / attempts * 100) + ' %' : '–'],
+      ['endpoints with attempts', stats.endpoints.length]]
+      .map(([k, v]) => '<div class="card"><span class="muted">' + esc(k) + '</span><b>' + esc(v) + '</b></div>').join('');
     $('node').textContent = status.node + ' · ' + status.slotsOwned + '/' + status.slotCount + ' slots';
     const d = status.deliveries;
     $('summary').innerHTML = [['pending', d.pending], ['in flight', status.inFlight], ['delivered', d.delivered], ['dead', d.dead],
@@ -94,7 +106,7 @@ async function refresh() {
       (overdue ? ', limit ' + esc(ago(dl.reviewWithinMs)) : '') + '</small>' : '') + '</b></div>');
 
     $('endpoints').innerHTML = endpoints.data.length === 0 ? '<tr><td class="empty">No endpoints yet.</td></tr>' :
-      head(['endpoint', 'tenant', 'url', 'health', 'breaker', 'failure rate (1 h)', 'limits', 'queued', 'last error', '']) +
+      head(['endpoint', 'tenant', 'url', 'health', 'breaker', 'failure rate (1 h, cluster)', 'limits', 'queued', 'last error', '']) +
       endpoints.data.map((e) => {
         const a = actors.get(e.id); const r = rates.get(e.id); const breaker = a?.breaker ?? 'closed';
         const health = e.status === 'disabled' ? '<span class="bad">disabled (' + esc(e.disabledReason) + ')</span>'
@@ -108,6 +120,8 @@ async function refresh() {
           '<span class="bad">' + esc(a?.lastError ?? r?.lastError ?? '') + '</span>', action], 'data-endpoint="' + esc(e.id) + '"');
       }).join('');
 
+    // Groups come largest first with no cursor (their order changes as failures come and go): one page of the largest.
+    $('groups-more').hidden = groups.data.length < 50;
     $('groups').innerHTML = groups.data.length === 0 ? '<tr><td class="empty">No failures.</td></tr>' :
       head(['endpoint', 'kind', 'count', 'retrying', 'dead', 'since', 'last', 'sample', '']) +
       groups.data.map((g) => row(['<code>' + esc(g.endpointId) + '</code>', '<span class="pill bad">' + esc(g.kind) + '</span>', '<b>' + esc(g.count.total) + '</b>',
@@ -122,57 +136,54 @@ async function refresh() {
       failures.map((x) => row([esc(when(x.createdAt)), '<code>' + esc(x.endpointId) + '</code>', esc(x.eventType), esc(x.status), esc(x.attempts),
         x.status === 'pending' ? esc(when(x.nextAttemptAt)) : '', '<span class="bad">' + esc(x.lastError) + '</span>'])).join('');
 
-    $('dead').innerHTML = dead.data.length === 0 ? '<tr><td class="empty">No dead letter ' + ($('dead-state').value === '' ? 'waits' : 'matches') + '.</td></tr>' :
-      head(['died', 'age', 'state', 'endpoint', 'event', 'attempts', 'reason', '']) +
-      dead.data.map((x) => {
-        const t = x.triage; const open = t.state === 'new' || t.state === 'acknowledged';
-        const late = t.state === 'new' && x.ageMs > status.deadLetters.reviewWithinMs;
-        const state = '<span class="pill ' + (late ? 'bad' : t.state === 'new' ? 'warn' : 'ok') + '">' + esc(t.state) + '</span>' +
-          (t.by ? ' <span class="muted">by ' + esc(t.by) + ' ' + esc(when(t.at)) + ':</span> ' + esc(t.note) : '');
-        const actions = open ? '<button data-replay="' + esc(x.id) + '">Replay</button> <button data-ack="' + esc(x.id) + '">Acknowledge</button> ' +
-          '<button data-discard="' + esc(x.id) + '">Discard</button>' : '';
-        return row([esc(when(x.createdAt)), '<span class="' + (late ? 'bad' : '') + '">' + esc(ago(x.ageMs)) + '</span>', state, '<code>' + esc(x.endpointId) + '</code>',
-          esc(x.eventType) + ' <code>' + esc(x.eventId) + '</code>', esc(x.attempts.length), '<span class="bad">' + esc(x.reason) + '</span>', actions],
-          'data-dead-letter="' + esc(x.id) + '" data-state="' + esc(t.state) + '"');
-      }).join('');
     if ($('msg').className === 'bad' || !$('msg').textContent) say('');
-    if (!logPaged) search();
+    await logPager.load();
   } catch (e) { say(e.message, true); }
 }
 
-
-let logCursor = null; let logPaged = false;
+// The long lists show ${PAGE_ROWS} rows at a time, paged with the API's cursor (pager in page-kit.ts);
+// a refresh reloads the page shown.
+let lastStatus = null;
+const deadPager = pager('dead', ${PAGE_ROWS}, () => '/v1/dead-letters?' + deadQuery(), (rows) => {
+  $('dead').innerHTML = rows.length === 0 ? '<tr><td class="empty">No dead letter ' + ($('dead-state').value === '' ? 'waits' : 'matches') + '.</td></tr>' :
+    head(['died', 'age', 'state', 'endpoint', 'event', 'attempts', 'reason', '']) +
+    rows.map((x) => {
+      const t = x.triage; const open = t.state === 'new' || t.state === 'acknowledged';
+      const late = t.state === 'new' && x.ageMs > (lastStatus?.deadLetters.reviewWithinMs ?? Infinity);
+      const state = '<span class="pill ' + (late ? 'bad' : t.state === 'new' ? 'warn' : 'ok') + '">' + esc(t.state) + '</span>' +
+        (t.by ? ' <span class="muted">by ' + esc(t.by) + ' ' + esc(when(t.at)) + ':</span> ' + esc(t.note) : '');
+      const actions = open ? '<button data-replay="' + esc(x.id) + '">Replay</button> <button data-ack="' + esc(x.id) + '">Acknowledge</button> ' +
+        '<button data-discard="' + esc(x.id) + '">Discard</button>' : '';
+      return row([esc(when(x.createdAt)), '<span class="' + (late ? 'bad' : '') + '">' + esc(ago(x.ageMs)) + '</span>', state, '<code>' + esc(x.endpointId) + '</code>',
+        esc(x.eventType) + ' <code>' + esc(x.eventId) + '</code>', esc(x.attempts.length), '<span class="bad">' + esc(x.reason) + '</span>', actions],
+        'data-dead-letter="' + esc(x.id) + '" data-state="' + esc(t.state) + '"');
+    }).join('');
+});
 function logQuery() {
   const form = new FormData($('search')); const q = new URLSearchParams();
   for (const [k, v] of form) if (v) q.set(k, (k === 'since' || k === 'until') ? new Date(v).toISOString() : v);
-  q.set('limit', '25'); return q;
+  return '/v1/deliveries?' + q;
 }
-async function search(next) {
-  try {
-    const q = logQuery(); if (next && logCursor) q.set('cursor', logCursor);
-    const page = await api('/v1/deliveries?' + q);
-    logCursor = page.nextCursor; logPaged = !!next; $('more').hidden = !logCursor;
-    const rows = page.data.map((x) => row([esc(when(x.createdAt)), '<code>' + esc(x.endpointId) + '</code>', esc(x.eventType),
+const logPager = pager('log', ${PAGE_ROWS}, logQuery, (rows) => {
+  $('log').innerHTML = rows.length === 0 ? '<tr><td class="empty">No deliveries match.</td></tr>' :
+    head(['created', 'endpoint', 'event type', 'status', 'attempts', 'last error', '']) +
+    rows.map((x) => row([esc(when(x.createdAt)), '<code>' + esc(x.endpointId) + '</code>', esc(x.eventType),
       '<span class="' + (x.status === 'delivered' ? 'ok' : x.status === 'dead' ? 'bad' : '') + '">' + esc(x.status) + '</span>', esc(x.attempts),
       '<span class="bad">' + esc(x.lastError ?? '') + '</span>', '<button data-attempts="' + esc(x.id) + '">Attempts</button>'],
       'data-delivery="' + esc(x.id) + '" data-status="' + esc(x.status) + '"')).join('');
-    const header = head(['created', 'endpoint', 'event type', 'status', 'attempts', 'last error', '']);
-    if (next) $('log').insertAdjacentHTML('beforeend', rows);
-    else $('log').innerHTML = page.data.length === 0 ? '<tr><td class="empty">No deliveries match.</td></tr>' : header + rows;
-  } catch (e) { say(e.message, true); }
-}
+});
 
 document.addEventListener('click', async (ev) => {
   const t = ev.target; if (!(t instanceof HTMLElement)) return;
   try {
     if (t.dataset.replay) {
       await api('/v1/dead-letters/' + encodeURIComponent(t.dataset.replay) + '/replay', { method: 'POST' });
-      say('Replayed ' + t.dataset.replay + '; it is due now.'); logPaged = false; refresh(); setTimeout(refresh, 700);
+      say('Replayed ' + t.dataset.replay + '; it is due now.'); refresh(); setTimeout(refresh, 700);
     } else if (t.dataset.groupEndpoint) {
       const group = { endpointId: t.dataset.groupEndpoint, kind: t.dataset.groupKind };
       const r = await api('/v1/failures/replay', { method: 'POST', body: JSON.stringify(group) });
       say('Replayed ' + group.kind + ' on ' + group.endpointId + ': ' + r.deadLetters + ' dead letter(s) replayed, ' + r.retrying + ' retrying delivery(ies) due now.');
-      logPaged = false; refresh(); setTimeout(refresh, 700);
+      refresh(); setTimeout(refresh, 700);
     } else if (t.dataset.ack || t.dataset.discard) {
       const id = t.dataset.ack || t.dataset.discard; const action = t.dataset.ack ? 'acknowledge' : 'discard';
       const note = $('triage-note').value.trim(); const by = $('triage-by').value.trim();
@@ -199,11 +210,10 @@ $('bulk').addEventListener('submit', async (ev) => {
     say('Replayed ' + r.replayed + ' dead letter(s) since ' + since + '.'); refresh();
   } catch (e) { say(e.message, true); }
 });
-$('search').addEventListener('submit', (ev) => { ev.preventDefault(); logPaged = false; search(); });
+$('search').addEventListener('submit', (ev) => { ev.preventDefault(); logPager.load(true).catch((e) => say(e.message, true)); });
 $('triage').addEventListener('submit', (ev) => ev.preventDefault());
-$('dead-state').addEventListener('change', () => refresh());
+$('dead-state').addEventListener('change', () => deadPager.load(true).catch((e) => say(e.message, true)));
 $('triage-by').value = sessionStorage.getItem('heraldBy') ?? '';
-$('more').addEventListener('click', () => search(true));
 $('login').addEventListener('submit', (ev) => { ev.preventDefault(); sessionStorage.setItem('heraldToken', $('token').value.trim()); $('token').value = ''; showLogin(); refresh(); });
 $('logout').addEventListener('click', () => { sessionStorage.removeItem('heraldToken'); showLogin(); say('Token forgotten.'); });
 deliveryCharts.start({ api, onError: (e) => say(e.message, true) });

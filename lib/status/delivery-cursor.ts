@@ -1,7 +1,8 @@
 /**
- * The delivery log's page cursor: an opaque string that encodes the last
- * delivery of a page, `{createdAt, id}`, as base64url JSON. The next page
- * starts strictly after it in the log's order (newest first, ties by id).
+ * A listing's page cursor (the delivery log's, the dead letters'): an opaque
+ * string that encodes the last row of a page, `{createdAt, id}`, as base64url
+ * JSON. The next page starts strictly after it in the listing's order (newest
+ * first; ties by id in the delivery log, by insertion among dead letters).
  */
 import { ValidationError } from '../errors.ts';
 

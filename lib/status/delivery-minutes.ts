@@ -84,6 +84,19 @@ export interface DeliveryMinutesQuery {
   readonly to: number;
 }
 
+/**
+ * One endpoint's minutes in a window, added up: its counts without the histogram (what a failure
+ * rate needs). `attempts - delivered` attempts failed (a retry scheduled, or dead-lettered).
+ */
+export interface EndpointDeliveryTotals extends Omit<DeliveryCounts, 'latency'> {
+  readonly endpointId: string;
+}
+
+/** Orders totals by endpoint id, by code unit (as every store must answer them, whatever its collation). */
+export function byEndpointId(a: { readonly endpointId: string }, b: { readonly endpointId: string }): number {
+  return a.endpointId < b.endpointId ? -1 : a.endpointId > b.endpointId ? 1 : 0;
+}
+
 /** The counts' fields other than the histogram, in the order the stores list their columns. */
 export const COUNT_FIELDS = ['attempts', 'delivered', 'retriesScheduled', 'deadLettered', 'firstAttempts', 'firstAttemptSuccesses'] as const;
 export type CountField = (typeof COUNT_FIELDS)[number];

@@ -1,7 +1,9 @@
 /**
- * Recent attempts per endpoint, for the dashboard's failure rate: attempts
- * and failures over a rolling window (one hour by default), counted in
- * one-minute buckets from the engine's attempt events on this node.
+ * Recent attempts per endpoint on this node (`GET /v1/status`'s `recent`,
+ * `scope: 'node'`): attempts and failures over a rolling window (one hour by
+ * default), counted in one-minute buckets from the engine's attempt events on
+ * this node, at once. The cluster's figures, every node's, are
+ * `cluster-stats.ts` (`GET /v1/stats`), read from the stored delivery minutes.
  *
  * A bucket is `[start, start + bucketMs)`; buckets older than the window are
  * dropped when an endpoint is read or written, so memory stays at most

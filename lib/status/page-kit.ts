@@ -11,12 +11,25 @@ export const PAGE_CSS = String.raw` [hidden]{display:none!important}
  body{font:14px system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
  header{color:#fff;padding:.7rem 1.5rem;display:flex;gap:1.5rem;align-items:center;flex-wrap:wrap}
  header h1{font-size:1.2rem;margin:0}
- main{padding:1rem 1.5rem;max-width:1400px}`;
+ main{padding:1rem 1.5rem;max-width:1400px}
+ .pager{display:flex;gap:.8rem;align-items:center;margin:.4rem 0}`;
+
+/** Rows a paged list shows at once (dead letters, the delivery log). */
+export const PAGE_ROWS = 50;
+
+/**
+ * A paged list's controls, for the `pager` of {@link pageKitScript} named `name`: Newer (back a
+ * page), where the list is, and Older (the next page, through the API's cursor).
+ */
+export function pagerMarkup(name: string): string {
+  return `<p class="pager" id="${name}-pager"><button id="${name}-newer" hidden>← Newer</button><span id="${name}-at" class="muted"></span><button id="${name}-older" hidden>Older →</button></p>`;
+}
 
 /**
  * The helpers, as script text: `$` (by id), `esc` (HTML-escapes anything the API returned),
- * `when` (epoch ms as UTC), `token`, `say` (the status line), `row` and `head` (table rows), and
- * `api` (a call with the bearer token; a 401 forgets the token and shows the page's `showLogin()`).
+ * `when` (epoch ms as UTC), `token`, `say` (the status line), `row` and `head` (table rows),
+ * `api` (a call with the bearer token; a 401 forgets the token and shows the page's `showLogin()`),
+ * and `pager`: a list shown one page at a time (see below).
  */
 export function pageKitScript(tokenKey: string): string {
   const key = JSON.stringify(tokenKey);
@@ -33,5 +46,28 @@ async function api(path, init = {}) {
   if (res.status === 401) { sessionStorage.removeItem(${key}); showLogin(); }
   if (!res.ok) throw new Error(body?.error?.message ?? res.statusText);
   return body;
+}
+// A list the API pages with a cursor ({data, nextCursor}), shown one page at a time with the controls
+// of pagerMarkup(name): Older follows nextCursor, Newer goes back to the page before (its cursor kept
+// on a stack, as the API pages one way only). load(true) starts again from the newest with the
+// query path() gives then (a new filter); load() reloads the page shown (a refresh keeps the place).
+function pager(name, limit, path, render) {
+  const p = { cursors: [null], next: null, query: null };
+  p.load = async (reset) => {
+    if (reset || p.query === null) { p.cursors = [null]; p.query = path(); }
+    const cursor = p.cursors[p.cursors.length - 1];
+    const sep = p.query.includes('?') ? '&' : '?';
+    const page = await api(p.query + sep + 'limit=' + limit + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
+    // A later page emptied meanwhile (its rows replayed, purged): show the one before instead.
+    if (page.data.length === 0 && p.cursors.length > 1) { p.cursors.pop(); return p.load(); }
+    p.next = page.nextCursor;
+    render(page.data);
+    $(name + '-older').hidden = !p.next; $(name + '-newer').hidden = p.cursors.length === 1;
+    $(name + '-at').textContent = p.cursors.length === 1 && !p.next ? '' : 'page ' + p.cursors.length;
+    return page;
+  };
+  $(name + '-older').addEventListener('click', () => { if (p.next) { p.cursors.push(p.next); p.load().catch((e) => say(e.message, true)); } });
+  $(name + '-newer').addEventListener('click', () => { if (p.cursors.length > 1) { p.cursors.pop(); p.load().catch((e) => say(e.message, true)); } });
+  return p;
 }`;
 }

@@ -6,12 +6,13 @@
  * with that tenant's data (`caller-scope.ts`).
  *
  * It shows the tenant's endpoints with their health and failure rate over the
- * last hour, a Send test event, Rotate secret and Disable/Enable button per
+ * last hour (every node's attempts, `GET /v1/stats`), a Send test event, Rotate secret and Disable/Enable button per
  * endpoint and the test event's outcome as it happens; the delivery charts of
  * its endpoints, all or one picked, over the last hour or 24 h
  * (`delivery-charts.ts`, shared with the dashboard); the open dead letters with
  * Replay, the delivery log (filtered by endpoint, status, event type) with each
- * delivery's payload and attempts (status, duration, response body); an endpoint's
+ * delivery's payload and attempts (status, duration, response body) — these two
+ * one page of `PAGE_ROWS` at a time, Older / Newer through the API's cursor; an endpoint's
  * events after sequence number N (`webhook-sequence`), in order and paged, to
  * explain a gap a consumer saw; and how to
  * verify signatures: the secret of the last rotation or creation made here, and
@@ -22,7 +23,7 @@
  * is never sent to a server (RFC 9110 §4.2.4), and the page moves it into
  * session storage and removes it from the address bar at once.
  */
-import { PAGE_CSS, pageKitScript } from './page-kit.ts';
+import { PAGE_CSS, PAGE_ROWS, pageKitScript, pagerMarkup } from './page-kit.ts';
 import { DELIVERY_CHARTS_CSS, DELIVERY_CHARTS_SCRIPT_URL, deliveryChartsMarkup } from './delivery-charts.ts';
 
 const PAGE = String.raw`<!doctype html>
@@ -53,13 +54,13 @@ ${DELIVERY_CHARTS_CSS}
 <section><h2>Your endpoints</h2><table id="endpoints"></table><div id="test-result"></div></section>
 <section id="charts-section"><h2>Deliveries over time</h2>
 ${deliveryChartsMarkup('all your endpoints')}</section>
-<section><h2>Failed deliveries (dead letters)</h2><table id="dead"></table></section>
+<section><h2>Failed deliveries (dead letters)</h2><table id="dead"></table>${pagerMarkup('dead')}</section>
 <section><h2>Delivery log</h2>
 <form id="search" class="inline">
  <label>Endpoint <input name="endpointId" size="38"></label><label>Event type <input name="eventType" size="16"></label>
  <label>Status <select name="status"><option value="">any</option><option>pending</option><option>in_flight</option><option>delivered</option><option>dead</option><option>cancelled</option></select></label>
  <button>Search</button></form>
-<table id="log"></table><p><button id="more" hidden>Next page</button></p>
+<table id="log"></table>${pagerMarkup('log')}
 <div id="detail"></div></section>
 <section id="sequence"><h2>Events after sequence N</h2>
 <p class="muted">Each request to an endpoint carries <code>webhook-sequence</code>: 1, 2, 3, … per endpoint. A number you have not
@@ -112,7 +113,7 @@ let testWatch = null;
 async function refresh() {
   if (!token()) { say('Sign in with the token you were given (it starts with htk_).'); return; }
   try {
-    const [endpoints, dead, stats] = await Promise.all([api('/v1/endpoints'), api('/v1/dead-letters?limit=100'), api('/v1/stats')]);
+    const [endpoints, stats] = await Promise.all([api('/v1/endpoints'), api('/v1/stats'), deadPager.load()]);
     const rates = new Map(stats.endpoints.map((e) => [e.endpointId, e]));
     const tenants = [...new Set(endpoints.data.map((e) => e.tenantId))];
     $('who').textContent = tenants.length ? 'tenant ' + tenants.join(', ') : '';
@@ -130,34 +131,41 @@ async function refresh() {
           (e.status === 'disabled' ? '<button data-enable="' + id + '">Enable</button>' : '<button data-disable="' + id + '">Disable</button>') +
           ' <button data-log="' + id + '">Deliveries</button> <button data-seq="' + id + '">Events by sequence</button>'], 'data-endpoint="' + id + '"');
       }).join('');
-    $('dead').innerHTML = dead.data.length === 0 ? '<tr><td class="empty">Nothing failed for good.</td></tr>' :
-      head(['died', 'endpoint', 'event', 'attempts', 'reason', '']) +
-      dead.data.map((x) => row([esc(when(x.createdAt)), '<code>' + esc(x.endpointId) + '</code>', esc(x.eventType) + ' <code>' + esc(x.eventId) + '</code>',
-        esc(x.attempts.length), '<span class="bad">' + esc(x.reason) + '</span>', '<button data-replay="' + esc(x.id) + '">Replay</button>'],
-        'data-dead-letter="' + esc(x.id) + '"')).join('');
     deliveryCharts.setEndpoints(endpoints.data);
     await deliveryCharts.draw();
-    if (!logPaged) await search();
+    await search();
     if (testWatch) await showTest();
     if ($('msg').className === 'bad' && !searchFailed) say('');
   } catch (e) { say(e.message, true); }
 }
 
-let logCursor = null; let logPaged = false; let searchFailed = false;
-async function search(next) {
-  try {
-    const q = new URLSearchParams();
-    for (const [k, v] of new FormData($('search'))) if (v) q.set(k, v);
-    q.set('limit', '25'); if (next && logCursor) q.set('cursor', logCursor);
-    const page = await api('/v1/deliveries?' + q);
-    searchFailed = false; logCursor = page.nextCursor; logPaged = !!next; $('more').hidden = !logCursor;
-    const rows = page.data.map((x) => row([esc(when(x.createdAt)), '<code>' + esc(x.endpointId) + '</code>', esc(x.eventType),
+// The long lists show ${PAGE_ROWS} rows at a time, paged with the API's cursor (pager in page-kit.ts);
+// a refresh reloads the page shown.
+const deadPager = pager('dead', ${PAGE_ROWS}, () => '/v1/dead-letters', (rows) => {
+  $('dead').innerHTML = rows.length === 0 ? '<tr><td class="empty">Nothing failed for good.</td></tr>' :
+    head(['died', 'endpoint', 'event', 'attempts', 'reason', '']) +
+    rows.map((x) => row([esc(when(x.createdAt)), '<code>' + esc(x.endpointId) + '</code>', esc(x.eventType) + ' <code>' + esc(x.eventId) + '</code>',
+      esc(x.attempts.length), '<span class="bad">' + esc(x.reason) + '</span>', '<button data-replay="' + esc(x.id) + '">Replay</button>'],
+      'data-dead-letter="' + esc(x.id) + '"')).join('');
+});
+const logPager = pager('log', ${PAGE_ROWS}, () => {
+  const q = new URLSearchParams();
+  for (const [k, v] of new FormData($('search'))) if (v) q.set(k, v);
+  return '/v1/deliveries?' + q;
+}, (rows) => {
+  $('log').innerHTML = rows.length === 0 ? '<tr><td class="empty">No deliveries match.</td></tr>' :
+    head(['created', 'endpoint', 'event type', 'status', 'attempts', 'last error', '']) +
+    rows.map((x) => row([esc(when(x.createdAt)), '<code>' + esc(x.endpointId) + '</code>', esc(x.eventType),
       '<span class="' + (x.status === 'delivered' ? 'ok' : x.status === 'dead' ? 'bad' : '') + '">' + esc(x.status) + '</span>', esc(x.attempts),
       '<span class="bad">' + esc(x.lastError ?? '') + '</span>', '<button data-detail="' + esc(x.id) + '">Payload and attempts</button>'],
       'data-delivery="' + esc(x.id) + '" data-status="' + esc(x.status) + '"')).join('');
-    const header = head(['created', 'endpoint', 'event type', 'status', 'attempts', 'last error', '']);
-    if (next) $('log').insertAdjacentHTML('beforeend', rows);
-    else $('log').innerHTML = page.data.length === 0 ? '<tr><td class="empty">No deliveries match.</td></tr>' : header + rows;
+});
+let searchFailed = false;
+// The delivery log: the page shown again, or (fresh) the first page of what the form asks now.
+async function search(fresh) {
+  try {
+    await logPager.load(fresh);
+    searchFailed = false;
   } catch (e) { searchFailed = true; $('log').innerHTML = ''; say(e.message, true); }
 }
 
@@ -202,7 +210,7 @@ document.addEventListener('click', async (ev) => {
   try {
     if (t.dataset.replay) {
       await api('/v1/dead-letters/' + encodeURIComponent(t.dataset.replay) + '/replay', { method: 'POST' });
-      say('Replayed ' + t.dataset.replay + ': it is sent again now, with the same webhook-id.'); logPaged = false; refresh(); setTimeout(refresh, 700);
+      say('Replayed ' + t.dataset.replay + ': it is sent again now, with the same webhook-id.'); refresh(); setTimeout(refresh, 700);
     } else if (t.dataset.test) {
       const sent = await api('/v1/endpoints/' + encodeURIComponent(t.dataset.test) + '/test', { method: 'POST' });
       testWatch = { eventId: sent.id, deliveryId: sent.deliveryId };
@@ -221,7 +229,7 @@ document.addEventListener('click', async (ev) => {
     } else if (t.dataset.seq) {
       $('seq-form').elements.endpointId.value = t.dataset.seq; await sequence(); $('sequence').scrollIntoView();
     } else if (t.dataset.log) {
-      $('search').elements.endpointId.value = t.dataset.log; logPaged = false; await search(); $('log').scrollIntoView();
+      $('search').elements.endpointId.value = t.dataset.log; await search(true); $('log').scrollIntoView();
     } else if (t.dataset.detail) {
       const { delivery, attempts } = await detail(t.dataset.detail);
       $('detail').innerHTML = '<h3>Delivery <code>' + esc(delivery.id) + '</code> · ' + esc(delivery.eventType) + ' · <code>' + esc(delivery.eventId) + '</code></h3>' +
@@ -230,8 +238,7 @@ document.addEventListener('click', async (ev) => {
     }
   } catch (e) { say(e.message, true); }
 });
-$('search').addEventListener('submit', (ev) => { ev.preventDefault(); logPaged = false; search(); });
-$('more').addEventListener('click', () => search(true));
+$('search').addEventListener('submit', (ev) => { ev.preventDefault(); search(true); });
 $('seq-form').addEventListener('submit', (ev) => { ev.preventDefault(); sequence(); });
 $('seq-more').addEventListener('click', () => sequence(true));
 $('login').addEventListener('submit', (ev) => { ev.preventDefault(); sessionStorage.setItem('heraldPortalToken', $('token').value.trim()); $('token').value = ''; say(''); showLogin(); refresh(); });

@@ -47,7 +47,7 @@ export interface StatusServerOptions {
   readonly host: string;
   readonly port: number;
   readonly adminToken: string;
-  /** Times the dashboard's recent failure rates, and how long a refused body is read. @default the system clock */
+  /** Times this node's recent failure rates (`/v1/status`'s `recent`), and how long a refused body is read. @default the system clock */
   readonly clock?: Clock;
   /** Metrics to serve on `/metrics`; by default the server makes its own registry (and closes it with the server). */
   readonly metrics?: HeraldMetrics;
@@ -191,7 +191,8 @@ export class StatusServer {
 
     this.#route('GET', '/v1/status', async () => ({
       status: 200,
-      json: { ...(await h.status()), recent: { windowMs: this.#stats.windowMs, endpoints: this.#stats.snapshot() } },
+      // `recent`: this node's attempts only (the cluster's are GET /v1/stats).
+      json: { ...(await h.status()), recent: { scope: 'node', windowMs: this.#stats.windowMs, endpoints: this.#stats.snapshot() } },
     }));
 
     // Tenant tokens: the admin's only. The token is in the answer once and never again.
@@ -247,15 +248,12 @@ export class StatusServer {
       return { status: 202, json: { ...sent.event, payload: JSON.parse(sent.event.payload) as unknown, deliveryId: sent.deliveryId } };
     }, ownEndpoint);
 
-    // Each endpoint's attempts and failure rate over the last hour on this node (as in /v1/status's `recent`).
+    // Each endpoint's attempts and failure rate over the last hour on every node (the cluster's,
+    // from the stored delivery minutes: cluster-stats.ts), within the tenant the query names (a
+    // tenant token's own, always) or, for the admin without one, every endpoint.
     this.#route('GET', '/v1/stats', async ({ query }) => {
       const tenantId = query.get('tenantId');
-      const recent = this.#stats.snapshot();
-      const mine = tenantId === null ? undefined : new Set((await h.listEndpoints({ tenantId })).map((e) => e.id));
-      return {
-        status: 200,
-        json: { windowMs: this.#stats.windowMs, endpoints: mine === undefined ? recent : recent.filter((r) => mine.has(r.endpointId)) },
-      };
+      return { status: 200, json: await h.deliveryStats(tenantId === null || tenantId === '' ? { kind: 'all' } : { kind: 'tenant', tenantId }) };
     }, { tenant: { listsTenant: true } });
 
     // The delivery charts: one endpoint's series or every endpoint's (`all`), within the tenant the
@@ -278,12 +276,7 @@ export class StatusServer {
     this.#route('GET', '/v1/deliveries', async ({ query }) => {
       const filter = deliveryFilter(query);
       const limit = filter.limit ?? DEFAULT_PAGE;
-      // One more than the page tells whether there is a next page (the store caps a query at 1000).
-      const rows = await h.listDeliveries({ ...filter, limit: Math.min(limit + 1, 1_000) });
-      const data = rows.slice(0, limit);
-      const last = data.at(-1);
-      const more = rows.length > limit || (limit === 1_000 && rows.length === limit);
-      return { status: 200, json: { data, nextCursor: more && last !== undefined ? encodeCursor(last) : null } };
+      return { status: 200, json: pageOf(await h.listDeliveries({ ...filter, limit: lookAhead(limit) }), limit) };
     }, tenantListing);
     this.#route('GET', '/v1/deliveries/:id', async ({ params }) => {
       const { payload, ...delivery } = await h.getDeliveryWithPayload(params.id ?? '');
@@ -294,10 +287,12 @@ export class StatusServer {
       json: { data: await h.listAttempts(params.id ?? '') },
     }), ownDelivery);
 
-    this.#route('GET', '/v1/dead-letters', async ({ query }) => ({
-      status: 200,
-      json: { data: await h.listDeadLetters(deadLetterFilter(query)) },
-    }), tenantListing);
+    // Paged like the delivery log: `cursor` is the previous page's `nextCursor`.
+    this.#route('GET', '/v1/dead-letters', async ({ query }) => {
+      const filter = deadLetterFilter(query);
+      const limit = filter.limit ?? DEFAULT_PAGE;
+      return { status: 200, json: pageOf(await h.listDeadLetters({ ...filter, limit: lookAhead(limit) }), limit) };
+    }, tenantListing);
     this.#route('GET', '/v1/dead-letters/:id', async ({ params }) => ({ status: 200, json: await h.getDeadLetter(params.id ?? '') }), ownDeadLetter);
     this.#route('POST', '/v1/dead-letters/replay', async ({ body }) => {
       const input = await body();
@@ -565,8 +560,22 @@ function replayIds(body: unknown): string[] | undefined {
   return ids as string[];
 }
 
+/** How many rows to ask the store for a page of `limit`: one more tells whether there is a next page (the store caps a query at 1000). */
+function lookAhead(limit: number): number {
+  return Math.min(limit + 1, 1_000);
+}
+
+/** A page of a listing (newest first) read with {@link lookAhead}: its rows and the cursor to the next page, `null` on the last one. */
+function pageOf<Row extends { readonly createdAt: number; readonly id: string }>(rows: readonly Row[], limit: number): { data: Row[]; nextCursor: string | null } {
+  const data = rows.slice(0, limit);
+  const last = data.at(-1);
+  const more = rows.length > limit || (limit === 1_000 && rows.length === limit);
+  return { data, nextCursor: more && last !== undefined ? encodeCursor(last) : null };
+}
+
 function deadLetterFilter(query: URLSearchParams): DeadLetterFilter {
   const includeReplayed = query.get('includeReplayed');
+  const cursor = query.get('cursor');
   const state = optionalString(query, 'state').state;
   if (state !== undefined && !isTriageState(state)) {
     throw new ValidationError('state', `must be one of ${TRIAGE_STATES.join(', ')} (got ${JSON.stringify(state)})`);
@@ -578,6 +587,7 @@ function deadLetterFilter(query: URLSearchParams): DeadLetterFilter {
     ...timeRange(query),
     ...limitOf(query),
     ...(includeReplayed === null ? {} : { includeReplayed: includeReplayed === 'true' }),
+    ...(cursor === null || cursor === '' ? {} : { after: decodeCursor(cursor) }),
   };
 }
 

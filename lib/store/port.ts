@@ -20,7 +20,7 @@
  */
 import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../dead-letters/failure-groups.ts';
 import type { OperatorTriageState, TriageOutcome } from '../dead-letters/triage.ts';
-import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } from '../status/delivery-minutes.ts';
+import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../status/delivery-minutes.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, ReplayJobRecord, ReplayJobState, TenantToken, TriageState } from '../model.ts';
 
 /** A lease on one slot, held by `owner` until `until`. */
@@ -204,6 +204,12 @@ export interface DeadLetterFilter {
   readonly state?: TriageState;
   /** Only dead letters of this failure kind (`lib/policy/failure-kind.ts`), e.g. `http-503`. */
   readonly failureKind?: string;
+  /**
+   * Pagination of `listDeadLetters` (ignored elsewhere): only dead letters after this one in the
+   * listing's order (newest first, ties the later inserted first), i.e. older than it. When the
+   * dead letter named is gone (purged), those created at its time are skipped too.
+   */
+  readonly after?: { readonly createdAt: number; readonly id: string };
   /** Default 100. */
   readonly limit?: number;
 }
@@ -471,6 +477,12 @@ export interface Store {
    * first; minutes without a row are left out. Reads the minutes only, never the attempt log.
    */
   deliveryMinutes(query: DeliveryMinutesQuery): Promise<DeliveryMinute[]>;
+  /**
+   * The minutes in `[from, to)` of the endpoints in `scope`, summed per endpoint (every node's
+   * increments together): one entry per endpoint with a row in the window, by endpoint id (code unit
+   * order). The cluster's attempts and failures per endpoint (`GET /v1/stats`), from the minutes only.
+   */
+  deliveryTotals(query: DeliveryMinutesQuery): Promise<EndpointDeliveryTotals[]>;
 
   // Retention
   /**

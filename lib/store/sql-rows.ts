@@ -8,7 +8,7 @@
  */
 import type { AdaptiveConcurrency, Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, ReplayJobFilter, ReplayJobRecord, ReplayJobState, TenantToken, TriageState } from '../model.ts';
 import { EndpointOrdering, EndpointStatus } from '../model.ts';
-import { COUNT_FIELDS, LATENCY_BUCKETS, type DeliveryMinute, type DeliveryMinuteIncrement } from '../status/delivery-minutes.ts';
+import { COUNT_FIELDS, LATENCY_BUCKETS, type DeliveryMinute, type DeliveryMinuteIncrement, type EndpointDeliveryTotals } from '../status/delivery-minutes.ts';
 import type { SlotLease } from './port.ts';
 
 /** A structured column: JSON text (SQLite) or the parsed value (PostgreSQL `jsonb`). */
@@ -264,6 +264,15 @@ export function deliveryMinuteOf(row: DeliveryMinuteRow): DeliveryMinute {
     number
   >;
   return { minute: Number(row.minute), ...counts, latency: LATENCY_COLUMNS.map((column) => Number(row[column])) };
+}
+
+/** An endpoint's summed row of `delivery_minutes` (`endpoint_id` and every `MINUTE_COUNT_COLUMNS` column). */
+export function deliveryTotalsOf(row: DeliveryMinuteRow): EndpointDeliveryTotals {
+  const counts = Object.fromEntries(COUNT_FIELDS.map((field, i) => [field, Number(row[MINUTE_COUNT_COLUMNS[i] as string])])) as Record<
+    (typeof COUNT_FIELDS)[number],
+    number
+  >;
+  return { endpointId: String(row.endpoint_id), ...counts };
 }
 
 /** A row of `replay_jobs` (lib/dead-letters/replay-jobs.ts). */

@@ -44,6 +44,8 @@ describe('Dashboard (in Chromium)', function () {
       const [event] = await t.herald.publish({ tenantId: 'acme', type: 'invoice.paid', payload: { amount: 42 } });
       await attemptsSeen(t, 1);
       await t.herald.idle();
+      // The failure rates are the cluster's, from the stored delivery minutes: write this node's.
+      await t.herald.flushDeliveryMinutes();
       const [letter] = await t.herald.listDeadLetters({});
 
       const page = await browser!.newPage();
@@ -67,6 +69,7 @@ describe('Dashboard (in Chromium)', function () {
         expect(await page.locator('#msg').innerText()).to.include(`Replayed ${letter?.id}`);
         expect(sink.received.map((r) => r.headers['webhook-id'])).to.deep.equal([event?.id, event?.id]);
         await t.herald.idle();
+        await t.herald.flushDeliveryMinutes();
         await page.evaluate('refresh()');
         await page.locator(`tr[data-endpoint="${endpoint.id}"]`, { hasText: '50 %' }).waitFor();
         expect(await row.innerText()).to.include('healthy');
@@ -204,6 +207,53 @@ describe('Dashboard (in Chromium)', function () {
         const plainRow = await page.locator(`tr[data-endpoint="${plain.id}"]`).innerText();
         expect(plainRow).to.include('2 at once').and.not.include('/s').and.not.include('FIFO');
         expect(await page.locator(`tr[data-endpoint="${fifo.id}"]`).innerText()).to.include('3 at once · FIFO, one per key');
+      } finally {
+        await page.close();
+      }
+    });
+  });
+
+  context('when there are more dead letters and deliveries than a page holds', () => {
+    it('shows a page of 50 of each; Older shows the next ones through the cursor, Newer goes back, a refresh keeps the page', async () => {
+      f = await startStatus({ breaker: { volumeThreshold: 1_000 } });
+      const { t } = f;
+      sink = await startServer(() => ({ status: 404 }));
+      await t.herald.createEndpoint({ tenantId: 'acme', url: `${sink.url}/hooks` });
+      await t.herald.publish(Array.from({ length: 62 }, (_, n) => ({ tenantId: 'acme', type: 'invoice.paid', payload: { n } })));
+      await attemptsSeen(t, 62);
+      await t.herald.idle();
+      const letters = (await t.herald.listDeadLetters({ limit: 1_000 })).map((d) => d.id);
+      const deliveries = (await t.herald.listDeliveries({ limit: 1_000 })).map((d) => d.id);
+      expect(letters).to.have.length(62);
+
+      const page = await browser!.newPage();
+      try {
+        await page.goto(`${f.base}/`);
+        await page.fill('#token', TOKEN);
+        await page.click('#login button');
+        const shown = (list: string, attr: string) => page.locator(`#${list} tr[${attr}]`).evaluateAll((rows, a) => rows.map((r) => r.getAttribute(a)), attr);
+        await page.locator('#dead tr[data-dead-letter]').first().waitFor();
+        await page.locator('#log tr[data-delivery]').first().waitFor();
+
+        expect(await shown('dead', 'data-dead-letter'), 'the newest 50 dead letters').to.deep.equal(letters.slice(0, 50));
+        expect(await page.locator('#dead-newer').isVisible()).to.equal(false);
+        await page.click('#dead-older');
+        await page.locator('#dead-at', { hasText: 'page 2' }).waitFor();
+        expect(await shown('dead', 'data-dead-letter'), 'the 12 older ones, and only them').to.deep.equal(letters.slice(50));
+        expect(await page.locator('#dead-older').isVisible(), 'no page after the last').to.equal(false);
+        await page.evaluate('refresh()');
+        expect(await shown('dead', 'data-dead-letter'), 'a refresh stays on the page').to.deep.equal(letters.slice(50));
+        await page.click('#dead-newer');
+        await page.locator('#dead-at', { hasText: 'page 1' }).waitFor();
+        expect(await shown('dead', 'data-dead-letter')).to.deep.equal(letters.slice(0, 50));
+
+        expect(await shown('log', 'data-delivery'), 'the newest 50 deliveries').to.deep.equal(deliveries.slice(0, 50));
+        await page.click('#log-older');
+        await page.locator('#log-at', { hasText: 'page 2' }).waitFor();
+        expect(await shown('log', 'data-delivery')).to.deep.equal(deliveries.slice(50));
+        await page.click('#search button');
+        await page.locator('#log-at', { hasText: 'page 1' }).waitFor();
+        expect(await shown('log', 'data-delivery'), 'a new search starts from the newest').to.deep.equal(deliveries.slice(0, 50));
       } finally {
         await page.close();
       }

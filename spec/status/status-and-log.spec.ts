@@ -86,7 +86,7 @@ describe('Status port: status, readiness and the delivery log', () => {
         expect(status.deliveries).to.include({ delivered: 1, pending: 0 });
         const actor = status.actors.find((a: { endpointId: string }) => a.endpointId === endpoint.id);
         expect(actor).to.deep.include({ breaker: 'closed', queued: 0, running: 0, lastError: 'HTTP 503' });
-        expect(status.recent.windowMs).to.equal(3_600_000);
+        expect(status.recent).to.include({ scope: 'node', windowMs: 3_600_000 });
         expect(status.recent.endpoints).to.deep.equal([
           { endpointId: endpoint.id, attempts: 2, failures: 1, failureRate: 0.5, lastFailureAt: failed.startedAt, lastError: 'HTTP 503' },
         ]);
@@ -211,6 +211,37 @@ describe('Status port: status, readiness and the delivery log', () => {
         const text = encodeCursor({ createdAt: 1_767_225_600_000, id: 'dlv_a/b+c' });
         expect(text).to.match(/^[A-Za-z0-9_-]+$/);
         expect(decodeCursor(text)).to.deep.equal({ createdAt: 1_767_225_600_000, id: 'dlv_a/b+c' });
+      });
+    });
+  });
+
+  describe('GET /v1/dead-letters', () => {
+    context('when walking the dead letters with a cursor', () => {
+      it('returns every dead letter exactly once, newest first, and a null nextCursor on the last page', async () => {
+        f = await startStatus();
+        sink = await startServer(() => ({ status: 404 }));
+        await f.t.herald.createEndpoint({ tenantId: 'acme', url: sink.url });
+        for (let n = 1; n <= 5; n++) await f.t.herald.publish({ tenantId: 'acme', type: 'a.b', payload: { n } });
+        await attemptsSeen(f.t, 5);
+        await f.t.herald.idle();
+        const all = (await f.api('GET', '/v1/dead-letters?limit=1000')).json;
+        expect(all.data).to.have.length(5);
+        expect(all.nextCursor).to.equal(null);
+        const walked: string[] = [];
+        let cursor: string | null = null;
+        let pages = 0;
+        do {
+          const reply = await f.api('GET', `/v1/dead-letters?limit=2${cursor === null ? '' : `&cursor=${cursor}`}`);
+          expectOk(reply);
+          walked.push(...reply.json.data.map((d: { id: string }) => d.id));
+          cursor = reply.json.nextCursor;
+          pages++;
+        } while (cursor !== null);
+        expect(walked).to.deep.equal(all.data.map((d: { id: string }) => d.id));
+        expect(pages).to.equal(3);
+        const bad = await f.api('GET', '/v1/dead-letters?cursor=nope');
+        expect(bad.status).to.equal(400);
+        expect(bad.json.error.field).to.equal('cursor');
       });
     });
   });

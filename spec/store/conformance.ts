@@ -1703,6 +1703,36 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         });
       });
 
+      context('when listing dead letters page by page (after the last of a page)', () => {
+        it('walks the listing in its order, ties the later inserted first, each dead letter once', async () => {
+          await addEndpoint('ep_1');
+          const t0 = clock.now();
+          // Inserted e then c in one millisecond, a then d in the next: ids in neither order.
+          await deadDelivery('ep_1', 'dl_e');
+          await deadDelivery('ep_1', 'dl_c');
+          clock.advance(MINUTE);
+          await deadDelivery('ep_1', 'dl_a');
+          await deadDelivery('ep_1', 'dl_d');
+          clock.advance(MINUTE);
+          await deadDelivery('ep_1', 'dl_b');
+
+          const walked: string[][] = [];
+          let after: { createdAt: number; id: string } | undefined;
+          for (let page = 0; page < 5; page++) {
+            const rows = await store.listDeadLetters({ endpointId: 'ep_1', limit: 2, ...(after === undefined ? {} : { after }) });
+            if (rows.length === 0) break;
+            walked.push(rows.map((d) => d.id));
+            const last = rows.at(-1)!;
+            after = { createdAt: last.createdAt, id: last.id };
+          }
+          expect(walked).to.deep.equal([['dl_b', 'dl_d'], ['dl_a', 'dl_c'], ['dl_e']]);
+          const ids = async (filter: Parameters<Store['listDeadLetters']>[0]) => (await store.listDeadLetters(filter)).map((d) => d.id);
+          expect(await ids({ after: { createdAt: t0 + MINUTE, id: 'dl_d' } })).to.deep.equal(['dl_a', 'dl_c', 'dl_e']);
+          expect(await ids({ after: { createdAt: t0 + MINUTE, id: 'dl_gone' } }), 'after one purged: the older ones').to.deep.equal(['dl_c', 'dl_e']);
+          expect(await ids({ tenantId: 'globex', after: { createdAt: t0 + 2 * MINUTE, id: 'dl_b' } })).to.deep.equal([]);
+        });
+      });
+
       context('when operators triage dead letters', () => {
         const ack = (ids: string[], note = 'consumer fixed, replay tomorrow', by = 'alice') =>
           store.triageDeadLetters({ ids, state: 'acknowledged', note, by }, clock.now());
@@ -2159,6 +2189,30 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           const named = await store.deliveryMinutes({ scope: { kind: 'endpoints', endpointIds: ['ep_b', 'ep_c'] }, from: T0, to: T0 + HOUR });
           expect(named.map((m) => [m.minute, m.attempts])).to.deep.equal([[T0, 10]]);
           expect(await store.deliveryMinutes({ scope: { kind: 'endpoints', endpointIds: [] }, from: T0, to: T0 + HOUR })).to.deep.equal([]);
+        });
+      });
+
+      context('when the minutes are summed per endpoint (deliveryTotals)', () => {
+        it('adds every node\'s increments of each endpoint over the window, within the scope, by endpoint id', async () => {
+          // Two nodes' flushes into the same rows, a minute outside the window on each side.
+          await store.addDeliveryMinutes([increment('ep_b', 'acme', T0, 2), increment('ep_a', 'acme', T0, 3)]);
+          await store.addDeliveryMinutes([increment('ep_b', 'acme', T0, 5), increment('ep_b', 'acme', T0 + MINUTE, 1)]);
+          await store.addDeliveryMinutes([increment('ep_c', 'globex', T0 + 2 * MINUTE, 4)]);
+          await store.addDeliveryMinutes([increment('ep_a', 'acme', T0 - MINUTE, 100), increment('ep_a', 'acme', T0 + HOUR, 100)]);
+          const window = { from: T0, to: T0 + HOUR };
+
+          const all = await store.deliveryTotals({ scope: { kind: 'all' }, ...window });
+          expect(all).to.deep.equal([
+            { endpointId: 'ep_a', attempts: 3, delivered: 3, retriesScheduled: 3, deadLettered: 3, firstAttempts: 3, firstAttemptSuccesses: 2 },
+            { endpointId: 'ep_b', attempts: 8, delivered: 8, retriesScheduled: 8, deadLettered: 8, firstAttempts: 8, firstAttemptSuccesses: 5 },
+            { endpointId: 'ep_c', attempts: 4, delivered: 4, retriesScheduled: 4, deadLettered: 4, firstAttempts: 4, firstAttemptSuccesses: 3 },
+          ]);
+          const tenant = await store.deliveryTotals({ scope: { kind: 'tenant', tenantId: 'acme' }, ...window });
+          expect(tenant.map((t) => [t.endpointId, t.attempts])).to.deep.equal([['ep_a', 3], ['ep_b', 8]]);
+          const named = await store.deliveryTotals({ scope: { kind: 'endpoints', endpointIds: ['ep_c', 'ep_b'] }, ...window });
+          expect(named.map((t) => [t.endpointId, t.attempts])).to.deep.equal([['ep_b', 8], ['ep_c', 4]]);
+          expect(await store.deliveryTotals({ scope: { kind: 'endpoints', endpointIds: [] }, ...window })).to.deep.equal([]);
+          expect(await store.deliveryTotals({ scope: { kind: 'tenant', tenantId: 'initech' }, ...window })).to.deep.equal([]);
         });
       });
 

@@ -36,7 +36,14 @@ export async function getDeadLetter(db: StoreDb, id: string): Promise<DeadLetter
 
 /** `limit` is the filter's, clamped, at least 1. */
 export async function listDeadLetters(db: StoreDb, filter: DeadLetterFilter, limit: number): Promise<DeadLetter[]> {
-  const docs = await db.deadLetters.find(deadLetterListFilter(filter)).sort(DEAD_LETTER_LIST_SORT).limit(limit).toArray();
+  const query = deadLetterListFilter(filter);
+  if (filter.after !== undefined) {
+    // Past the page's last document in the listing's order (createdAt, ord); a vanished one leaves none of its millisecond.
+    const { createdAt, id } = filter.after;
+    const anchor = await db.deadLetters.findOne({ _id: id }, { projection: { ord: 1 } });
+    query.$or = anchor === null ? [{ createdAt: { $lt: createdAt } }] : [{ createdAt: { $lt: createdAt } }, { createdAt, ord: { $lt: anchor.ord } }];
+  }
+  const docs = await db.deadLetters.find(query).sort(DEAD_LETTER_LIST_SORT).limit(limit).toArray();
   return withAttempts(db, docs);
 }
 

@@ -2,10 +2,19 @@
  * Delivery minutes in MongoDB (`delivery_minutes`, lib/status/delivery-minutes.ts): a batch of
  * increments as one bulk write of `$inc` upserts in one transaction (all or none, as in the SQL
  * stores: the recorder adds a failed batch again, which must then not have landed in part), and a
- * window of minutes summed over an endpoint, a tenant or every endpoint by one aggregation.
+ * window of minutes summed over an endpoint, a tenant or every endpoint by one aggregation: per
+ * minute (the charts) or per endpoint (the stats).
  */
 import type { Filter } from 'mongodb';
-import { COUNT_FIELDS, LATENCY_BUCKETS, type DeliveryMinute, type DeliveryMinuteIncrement, type DeliveryMinutesQuery } from '../../status/delivery-minutes.ts';
+import {
+  byEndpointId,
+  COUNT_FIELDS,
+  LATENCY_BUCKETS,
+  type DeliveryMinute,
+  type DeliveryMinuteIncrement,
+  type DeliveryMinutesQuery,
+  type EndpointDeliveryTotals,
+} from '../../status/delivery-minutes.ts';
 import type { StoreDb } from './collections.ts';
 import type { DeliveryMinuteDoc } from './schema.ts';
 
@@ -32,12 +41,19 @@ export async function addDeliveryMinutes(db: StoreDb, increments: readonly Deliv
   });
 }
 
-export async function deliveryMinutes(db: StoreDb, query: DeliveryMinutesQuery): Promise<DeliveryMinute[]> {
+/** The documents a query covers: its window, within its scope. */
+function matchOf(query: DeliveryMinutesQuery): Filter<DeliveryMinuteDoc> {
   const { scope } = query;
-  if (scope.kind === 'endpoints' && scope.endpointIds.length === 0) return [];
   const match: Filter<DeliveryMinuteDoc> = { minute: { $gte: query.from, $lt: query.to } };
   if (scope.kind === 'tenant') match.tenantId = scope.tenantId;
   if (scope.kind === 'endpoints') match.endpointId = { $in: [...scope.endpointIds] };
+  return match;
+}
+
+export async function deliveryMinutes(db: StoreDb, query: DeliveryMinutesQuery): Promise<DeliveryMinute[]> {
+  const { scope } = query;
+  if (scope.kind === 'endpoints' && scope.endpointIds.length === 0) return [];
+  const match = matchOf(query);
   const group: Record<string, unknown> = { _id: '$minute' };
   for (const field of COUNT_FIELDS) group[field] = { $sum: `$${field}` };
   for (const field of BUCKET_FIELDS) group[field] = { $sum: `$latency.${field}` };
@@ -46,4 +62,19 @@ export async function deliveryMinutes(db: StoreDb, query: DeliveryMinutesQuery):
     const counts = Object.fromEntries(COUNT_FIELDS.map((field) => [field, Number(row[field] ?? 0)])) as Record<(typeof COUNT_FIELDS)[number], number>;
     return { minute: Number(row._id), ...counts, latency: BUCKET_FIELDS.map((field) => Number(row[field] ?? 0)) };
   });
+}
+
+/** The window summed per endpoint, by endpoint id (sorted here, in code unit order, as the SQL stores do). */
+export async function deliveryTotals(db: StoreDb, query: DeliveryMinutesQuery): Promise<EndpointDeliveryTotals[]> {
+  const { scope } = query;
+  if (scope.kind === 'endpoints' && scope.endpointIds.length === 0) return [];
+  const group: Record<string, unknown> = { _id: '$endpointId' };
+  for (const field of COUNT_FIELDS) group[field] = { $sum: `$${field}` };
+  const rows = await db.deliveryMinutes.aggregate<Record<string, unknown>>([{ $match: matchOf(query) }, { $group: group }]).toArray();
+  return rows
+    .map((row) => {
+      const counts = Object.fromEntries(COUNT_FIELDS.map((field) => [field, Number(row[field] ?? 0)])) as Record<(typeof COUNT_FIELDS)[number], number>;
+      return { endpointId: String(row._id), ...counts };
+    })
+    .sort(byEndpointId);
 }

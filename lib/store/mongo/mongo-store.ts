@@ -82,8 +82,8 @@ import { parseMongoUri, redactMongoUri } from './mongo-uri.ts';
 import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './queries.ts';
 import { ResumeTokenKeeper } from './resume-tokens.ts';
 import { purge, purgeDeliveryMinutes } from './retention.ts';
-import { addDeliveryMinutes, deliveryMinutes } from './delivery-minutes.ts';
-import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } from '../../status/delivery-minutes.ts';
+import { addDeliveryMinutes, deliveryMinutes, deliveryTotals } from './delivery-minutes.ts';
+import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../../status/delivery-minutes.ts';
 import { checkServerSupport, tooOldProblem } from './server-check.ts';
 import type { ServerSupport } from './server-check.ts';
 import { Collections, ensureSchema, MetaKeys } from './schema.ts';
@@ -713,6 +713,10 @@ export class MongoStore implements Store {
 
   async deliveryMinutes(query: DeliveryMinutesQuery): Promise<DeliveryMinute[]> {
     return this.#run('deliveryMinutes', (state) => deliveryMinutes(state, query));
+  }
+
+  async deliveryTotals(query: DeliveryMinutesQuery): Promise<EndpointDeliveryTotals[]> {
+    return this.#run('deliveryTotals', (state) => deliveryTotals(state, query));
   }
 
   // Retention

@@ -28,9 +28,15 @@ export class DeadLetterQueries {
     return (await this.#withAttempts(sql, rows))[0];
   }
 
-  /** Newest first (ties: the later inserted first). */
+  /** Newest first (ties: the later inserted first); `after` continues a listing past its last row. */
   async list(sql: Sql, filter: DeadLetterFilter): Promise<DeadLetter[]> {
     const where = filterConditions(filter);
+    // Past the page's last row in the listing's order; a vanished one (seq 0) leaves none of its millisecond.
+    where.add(
+      `(created_at, seq) < ($?, coalesce((SELECT seq FROM ${this.#s}.dead_letters WHERE id = $?), 0))`,
+      filter.after?.createdAt,
+      filter.after?.id,
+    );
     const limit = where.value(clampLimit(filter.limit ?? DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT));
     const rows = await sql.query<DeadLetterRow>(
       `SELECT * FROM ${this.#s}.dead_letters ${where.clause()} ORDER BY created_at DESC, seq DESC LIMIT ${limit}`,

@@ -2,10 +2,10 @@
  * Delivery minutes in PostgreSQL (`delivery_minutes`, lib/status/delivery-minutes.ts): a batch of
  * increments added to their (endpoint, minute) rows by one statement (`unnest` of one array per
  * column, so any batch is one round trip and one transaction), and a window of minutes summed over
- * an endpoint, a tenant or every endpoint.
+ * an endpoint, a tenant or every endpoint: per minute (the charts) or per endpoint (the stats).
  */
-import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } from '../../status/delivery-minutes.ts';
-import { deliveryMinuteOf, MINUTE_COLUMNS, minuteValuesOf, type DeliveryMinuteRow } from '../sql-rows.ts';
+import { byEndpointId, type DeliveryMinute, type DeliveryMinuteIncrement, type DeliveryMinutesQuery, type EndpointDeliveryTotals } from '../../status/delivery-minutes.ts';
+import { deliveryMinuteOf, deliveryTotalsOf, MINUTE_COLUMNS, MINUTE_COUNT_COLUMNS, minuteValuesOf, type DeliveryMinuteRow } from '../sql-rows.ts';
 import { named, type Sql, type Statement } from './sql.ts';
 
 export class DeliveryMinuteQueries {
@@ -13,6 +13,7 @@ export class DeliveryMinuteQueries {
   readonly #all: Statement;
   readonly #tenant: Statement;
   readonly #endpoints: Statement;
+  readonly #totals: { readonly [K in DeliveryMinutesQuery['scope']['kind']]: Statement };
 
   constructor(schema: string) {
     const s = schema;
@@ -29,6 +30,15 @@ export class DeliveryMinuteQueries {
     this.#all = select('delivery_minutes_all', '');
     this.#tenant = select('delivery_minutes_tenant', 'tenant_id = $3 AND');
     this.#endpoints = select('delivery_minutes_endpoints', 'endpoint_id = ANY($3::text[]) AND');
+    const countSums = MINUTE_COUNT_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(', ');
+    const totals = (what: string, where: string): Statement =>
+      named(s, what, `SELECT endpoint_id, ${countSums} FROM ${s}.delivery_minutes
+        WHERE ${where} minute >= $1 AND minute < $2 GROUP BY endpoint_id`);
+    this.#totals = {
+      all: totals('delivery_totals_all', ''),
+      tenant: totals('delivery_totals_tenant', 'tenant_id = $3 AND'),
+      endpoints: totals('delivery_totals_endpoints', 'endpoint_id = ANY($3::text[]) AND'),
+    };
   }
 
   /** Adds every increment to its row, in one statement. */
@@ -50,5 +60,16 @@ export class DeliveryMinuteQueries {
     else if (scope.endpointIds.length === 0) rows = [];
     else rows = await sql.query<DeliveryMinuteRow>(this.#endpoints, [from, to, scope.endpointIds]);
     return rows.map(deliveryMinuteOf);
+  }
+
+  /** The window summed per endpoint, by endpoint id (sorted here: the database's collation may not be code unit order). */
+  async totals(sql: Sql, query: DeliveryMinutesQuery): Promise<EndpointDeliveryTotals[]> {
+    const { scope, from, to } = query;
+    let rows: DeliveryMinuteRow[];
+    if (scope.kind === 'all') rows = await sql.query<DeliveryMinuteRow>(this.#totals.all, [from, to]);
+    else if (scope.kind === 'tenant') rows = await sql.query<DeliveryMinuteRow>(this.#totals.tenant, [from, to, scope.tenantId]);
+    else if (scope.endpointIds.length === 0) rows = [];
+    else rows = await sql.query<DeliveryMinuteRow>(this.#totals.endpoints, [from, to, scope.endpointIds]);
+    return rows.map(deliveryTotalsOf).sort(byEndpointId);
   }
 }

@@ -72,7 +72,7 @@ import { FanOutQueries } from './fan-out.ts';
 import { LeaseQueries } from './leases.ts';
 import { PURGE_CHUNK, RetentionQueries } from './retention.ts';
 import { DeliveryMinuteQueries } from './delivery-minutes.ts';
-import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } from '../../status/delivery-minutes.ts';
+import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../../status/delivery-minutes.ts';
 import { DEFAULT_POSTGRES_SCHEMA, migratePostgresSchema, validSchemaName } from './schema.ts';
 import { SettleQueries } from './settle.ts';
 import { sqlOn, type Sql } from './sql.ts';
@@ -549,6 +549,10 @@ export class PostgresStore implements Store {
 
   async deliveryMinutes(query: DeliveryMinutesQuery): Promise<DeliveryMinute[]> {
     return this.#run('deliveryMinutes', (sql) => this.#minutes.read(sql, query));
+  }
+
+  async deliveryTotals(query: DeliveryMinutesQuery): Promise<EndpointDeliveryTotals[]> {
+    return this.#run('deliveryTotals', (sql) => this.#minutes.totals(sql, query));
   }
 
   // Retention

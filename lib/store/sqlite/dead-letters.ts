@@ -60,6 +60,12 @@ export class DeadLetterStatements {
   list(filter: DeadLetterFilter): DeadLetter[] {
     const { where, params } = deadLetterWhere(filter);
     params['limit'] = clampLimit(filter.limit ?? DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT);
+    if (filter.after !== undefined) {
+      // Past the page's last row in the listing's order; a vanished one (rowid 0) leaves none of its millisecond.
+      where.push('(created_at, rowid) < (@afterCreatedAt, coalesce((SELECT rowid FROM dead_letters WHERE id = @afterId), 0))');
+      params['afterCreatedAt'] = filter.after.createdAt;
+      params['afterId'] = filter.after.id;
+    }
     const sql = `SELECT * FROM dead_letters ${whereClause(where)} ORDER BY created_at DESC, rowid DESC LIMIT @limit`;
     return this.#dynamic.get<DeadLetterRow>(sql).all(params).map((row) => this.#fromRow(row));
   }

@@ -45,7 +45,7 @@ import type {
 } from '../port.ts';
 import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../../dead-letters/failure-groups.ts';
 import type { TriageOutcome } from '../../dead-letters/triage.ts';
-import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } from '../../status/delivery-minutes.ts';
+import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../../status/delivery-minutes.ts';
 import type { SqliteStoreOptions } from './sqlite-store.ts';
 import { rebuildError, type StoreThreadMethod, type StoreThreadReply, type StoreThreadRequest } from './store-thread-messages.ts';
 
@@ -272,6 +272,9 @@ export class SqliteStoreThread implements Store {
   }
   deliveryMinutes(query: DeliveryMinutesQuery): Promise<DeliveryMinute[]> {
     return this.#call('deliveryMinutes', [query]);
+  }
+  deliveryTotals(query: DeliveryMinutesQuery): Promise<EndpointDeliveryTotals[]> {
+    return this.#call('deliveryTotals', [query]);
   }
   purge(before: number): Promise<PurgeResult> {
     return this.#call('purge', [before]);

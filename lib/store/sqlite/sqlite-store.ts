@@ -67,7 +67,7 @@ import {
   type FailureGroupReplay,
 } from '../../dead-letters/failure-groups.ts';
 import type { TriageOutcome } from '../../dead-letters/triage.ts';
-import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery } from '../../status/delivery-minutes.ts';
+import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../../status/delivery-minutes.ts';
 import { ClaimStatements } from './claims.ts';
 import { CommitGroup, type MemberOutcome } from './commit-group.ts';
 import { DeadLetterStatements, REPLAY_CHUNK } from './dead-letters.ts';
@@ -595,6 +595,10 @@ export class SqliteStore implements Store {
 
   async deliveryMinutes(query: DeliveryMinutesQuery): Promise<DeliveryMinute[]> {
     return this.#run('deliveryMinutes', ({ minutes }) => minutes.read(query), 'read');
+  }
+
+  async deliveryTotals(query: DeliveryMinutesQuery): Promise<EndpointDeliveryTotals[]> {
+    return this.#run('deliveryTotals', ({ minutes }) => minutes.totals(query), 'read');
   }
 
   // Retention

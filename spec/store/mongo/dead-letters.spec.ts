@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { ObjectId } from 'mongodb';
 import { CHUNK } from '../../../lib/store/mongo/collections.ts';
-import { replayDeadLetters } from '../../../lib/store/mongo/dead-letters.ts';
-import { afterKeyFilter, DEAD_LETTER_REPLAY_SORT, REPLAY_FENCE_UPDATE, replayFenceFilter } from '../../../lib/store/mongo/queries.ts';
+import { listDeadLetters, replayDeadLetters } from '../../../lib/store/mongo/dead-letters.ts';
+import { afterKeyFilter, DEAD_LETTER_LIST_SORT, DEAD_LETTER_REPLAY_SORT, REPLAY_FENCE_UPDATE, replayFenceFilter } from '../../../lib/store/mongo/queries.ts';
 import type { DeadLetterDoc } from '../../../lib/store/mongo/schema.ts';
 import { FAKE_SESSION, fakeDb } from './fake-db.ts';
 
@@ -27,6 +27,28 @@ describe('MongoDB dead letters', () => {
       expect(inTransaction).to.deep.equal(['endpoints.find', 'endpoints.updateMany', 'deliveries.updateOne', 'deadLetters.updateOne']);
       const [fence] = fake.callsTo('endpoints', 'updateMany');
       expect(fence!.args).to.deep.equal([replayFenceFilter(['ep_1']), REPLAY_FENCE_UPDATE, { session: FAKE_SESSION }]);
+    });
+  });
+
+  context('when listing after the last dead letter of a page', () => {
+    it("seeks past it in the listing's order (createdAt, ord), by the ord it reads first", async () => {
+      const fake = fakeDb();
+      const anchor = letter(5);
+      fake.c.deadLetters.on('findOne', () => ({ _id: anchor._id, ord: anchor.ord }));
+      await listDeadLetters(fake.db, { endpointId: 'ep_1', after: { createdAt: anchor.createdAt, id: anchor._id } }, 2);
+      const [find] = fake.callsTo('deadLetters', 'find');
+      expect(fake.callsTo('deadLetters', 'findOne')[0]?.args[0]).to.deep.equal({ _id: 'dl_5' });
+      expect(find!.args[0]).to.deep.include({
+        endpointId: 'ep_1',
+        $or: [{ createdAt: { $lt: anchor.createdAt } }, { createdAt: anchor.createdAt, ord: { $lt: anchor.ord } }],
+      });
+      expect(find!.args[2]).to.deep.equal({ sort: DEAD_LETTER_LIST_SORT, limit: 2 });
+    });
+
+    it('lists the older ones only when that dead letter is gone (purged)', async () => {
+      const fake = fakeDb();
+      await listDeadLetters(fake.db, { after: { createdAt: NOW, id: 'dl_gone' } }, 2);
+      expect(fake.callsTo('deadLetters', 'find')[0]!.args[0]).to.deep.include({ $or: [{ createdAt: { $lt: NOW } }] });
     });
   });
 

@@ -17,7 +17,7 @@ export interface Call {
 
 type Handler = (...args: any[]) => unknown;
 
-const NAMES = ['meta', 'endpoints', 'events', 'deliveries', 'attempts', 'deadLetters', 'leases', 'nodes', 'endpointSequences', 'endpointChanges'] as const;
+const NAMES = ['meta', 'endpoints', 'events', 'deliveries', 'attempts', 'deadLetters', 'leases', 'nodes', 'endpointSequences', 'endpointChanges', 'deliveryMinutes'] as const;
 export type CollectionKey = (typeof NAMES)[number];
 
 export class FakeCollection {
