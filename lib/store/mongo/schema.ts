@@ -26,9 +26,11 @@ import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
  * document to change); 10: the `replay_jobs` collection and an index of the live replays per
  * endpoint (created like every collection: no document to change); 11: FIFO endpoints' lines, the
  * index `deliveries_open_line` (created like every index: deliveries written before schema 8 have no
- * `orderingKey` nor `sequence`, which put them first in their endpoint's default line).
+ * `orderingKey` nor `sequence`, which put them first in their endpoint's default line); 13: a node's
+ * `inFlight` and `clockOffsetMs`, written by its heartbeats (a document written before has neither
+ * and reads 0 until its node's next heartbeat: no document to change). 12 is another change's.
  */
-export const SCHEMA_VERSION = 11;
+export const SCHEMA_VERSION = 13;
 
 export const Collections = {
   META: 'meta',
@@ -261,6 +263,9 @@ export interface NodeDoc {
   _id: string;
   startedAt: number;
   seenAt: number;
+  /** Missing in documents written before version 13 (read as 0, so no migration). */
+  inFlight?: number;
+  clockOffsetMs?: number;
 }
 
 /** The names of the two TTL indexes, whose `expireAfterSeconds` follows the retention setting. */

@@ -41,6 +41,7 @@ import type {
   FanOut,
   FanOutClaim,
   LeaseRequest,
+  NodeHeartbeat,
   NodeRecord,
   PurgeResult,
   SettleResult,
@@ -330,7 +331,11 @@ export class PostgresStore implements Store {
 
   // Membership
 
-  async heartbeat(node: { readonly id: string; readonly startedAt: number; readonly now: number }): Promise<void> {
+  async serverTime(): Promise<number | undefined> {
+    return this.#run('serverTime', (sql) => this.#leases.serverTime(sql));
+  }
+
+  async heartbeat(node: NodeHeartbeat): Promise<void> {
     return this.#run('heartbeat', (sql) => this.#leases.heartbeat(sql, node));
   }
 

@@ -355,6 +355,16 @@ CREATE INDEX IF NOT EXISTS replay_jobs_created ON ${s}.replay_jobs (created_at, 
 CREATE INDEX IF NOT EXISTS deliveries_live_replays ON ${s}.deliveries (endpoint_id) WHERE round > 0 AND status IN ('pending', 'in_flight');
 `,
   },
+  {
+    version: 15,
+    what: "each node's requests in flight and clock offset, as its heartbeat says (for the status of every live node)",
+    // Rows written before this version read 0 for both until their node's next heartbeat.
+    // (Version 14 is another change's: the runner applies versions in order and skips none it knows.)
+    sql: (s) => `
+ALTER TABLE ${s}.nodes ADD COLUMN IF NOT EXISTS in_flight integer NOT NULL DEFAULT 0;
+ALTER TABLE ${s}.nodes ADD COLUMN IF NOT EXISTS clock_offset_ms bigint NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

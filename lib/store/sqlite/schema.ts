@@ -203,6 +203,16 @@ CREATE INDEX IF NOT EXISTS replay_jobs_created ON replay_jobs (created_at, id);
 CREATE INDEX IF NOT EXISTS deliveries_live_replays ON deliveries (endpoint_id) WHERE round > 0 AND status IN ('pending', 'in_flight');
 `,
   },
+  {
+    version: 14,
+    what: "each node's requests in flight and clock offset, as its heartbeat says (for the status of every live node)",
+    // Rows written before this version read 0 for both until their node's next heartbeat.
+    // (Version 13 is another change's: the runner applies versions in order and skips none it knows.)
+    sql: `
+ALTER TABLE nodes ADD COLUMN in_flight INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE nodes ADD COLUMN clock_offset_ms INTEGER NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */
