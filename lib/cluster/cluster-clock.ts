@@ -7,7 +7,9 @@
  * A measurement reads the store's time between two readings of this node's
  * clock, `t0` and `t1`, and takes the store's answer to have been read at the
  * midpoint (the round trip halved): offset = serverTime − (t0 + t1) / 2. Its
- * error is at most half the round trip. A store without a clock of its own
+ * error is at most half the round trip; it is kept in whole milliseconds, since
+ * the stores keep times as integers (PostgreSQL's `bigint` refuses a fraction).
+ * A store without a clock of its own
  * (SQLite: one file is on one host) answers `undefined`: offset 0.
  *
  *   unmeasured (offset 0) ──measure() answers──► measured (the new offset)
@@ -115,7 +117,9 @@ export class ClusterClock implements Clock {
     this.#set(offsetMs);
   }
 
-  #set(offsetMs: number): void {
+  #set(measuredMs: number): void {
+    // `+ 0`: -0 rounds to -0, which would show as such.
+    const offsetMs = Math.round(measuredMs) + 0;
     this.#offsetMs = offsetMs;
     const skewed = Math.abs(offsetMs) > this.#skewWarnMs;
     if (skewed === this.#skewed) return;

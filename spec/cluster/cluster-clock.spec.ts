@@ -64,6 +64,15 @@ describe('ClusterClock (a node\'s clock corrected by its offset to the store\'s)
       expect(clock.now()).to.equal(base.now() + 30 * SECOND);
     });
 
+    it('keeps whole milliseconds, as the stores keep times (a read of an odd number of ms, a server time with µs)', async () => {
+      const clock = clusterClock();
+      readMsNow = 41;
+      answer = () => base.now() + 30_000.737;
+      await clock.measure();
+      expect(clock.offsetMs).to.equal(30_001);
+      expect(Number.isInteger(clock.now())).to.equal(true);
+    });
+
     it('absorbs a jump of the node\'s clock: the corrected time moves only by the time that passed', async () => {
       const clock = clusterClock();
       answer = storeAhead(30 * SECOND);
