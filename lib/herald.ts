@@ -2,8 +2,9 @@
  * Herald: one node of the delivery engine, and the operations the admin API
  * and the library offer on it.
  *
- * Lifecycle: `Herald.open()` opens the store and builds the parts;
- * `start()` records this process beside the data (releasing the leases of a
+ * Lifecycle: `Herald.open()` opens the store and builds the parts, all on the
+ * cluster clock (lib/cluster/cluster-clock.ts); `start()` measures that clock's
+ * offset to the store's, records this process beside the data (releasing the leases of a
  * provably dead predecessor on this host, lib/cluster/local-nodes.ts), takes
  * slot leases and starts the supervisor; `close()` shuts down in this order:
  * supervisor (stop claiming; running attempts settle, queued ones are given
@@ -170,6 +171,11 @@ export interface ClusterNodeStatus {
 }
 
 export interface HeraldDeps {
+  /**
+   * This node's own clock. Herald reads every time other nodes compare from the cluster clock
+   * built on it: corrected by its measured offset to the store's clock (lib/cluster/cluster-clock.ts;
+   * offset 0 on SQLite). @default systemClock
+   */
   readonly clock?: Clock;
   readonly random?: Random;
   /** A store to use instead of the one `config.store` names (tests). Its node records are then not kept. */
