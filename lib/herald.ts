@@ -2,8 +2,9 @@
  * Herald: one node of the delivery engine, and the operations the admin API
  * and the library offer on it.
  *
- * Lifecycle: `Herald.open()` opens the store and builds the parts;
- * `start()` records this process beside the data (releasing the leases of a
+ * Lifecycle: `Herald.open()` opens the store and builds the parts, all on the
+ * cluster clock (lib/cluster/cluster-clock.ts); `start()` measures that clock's
+ * offset to the store's, records this process beside the data (releasing the leases of a
  * provably dead predecessor on this host, lib/cluster/local-nodes.ts), takes
  * slot leases and starts the supervisor; `close()` shuts down in this order:
  * supervisor (stop claiming; running attempts settle, queued ones are given
@@ -12,6 +13,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { systemClock, systemRandom, type Clock, type Random } from './clock.ts';
+import { ClusterClock } from './cluster/cluster-clock.ts';
 import { LeaseKeeper } from './cluster/lease-keeper.ts';
 import { LocalNodes, localNodesFolder, storeKeyOf, type ProcessProbe } from './cluster/local-nodes.ts';
 import type { HeraldConfig } from './config/config.ts';
@@ -56,7 +58,7 @@ import { resolveSecretKeys, SecretKeyOrigin, type SecretKeys } from './signing/s
 import { SigningKeys } from './signing/signing-keys.ts';
 import { SigningPool } from './signing/signing-pool.ts';
 import { openStore } from './store/open-store.ts';
-import type { DeadLetterFilter, DeliveryFilter, SlotLease, Store } from './store/port.ts';
+import type { DeadLetterFilter, DeliveryFilter, NodeRecord, SlotLease, Store } from './store/port.ts';
 import { StoreHealth, type StoreAvailability } from './store/store-health.ts';
 import { TenantTokens } from './tenants/tenant-tokens.ts';
 
@@ -100,6 +102,8 @@ export interface StatusSnapshot {
   readonly slotsOwned: number;
   readonly slotCount: number;
   readonly inFlight: number;
+  /** This node's clock's offset to the cluster's (the store's): cluster time − its time, in ms, as last measured. */
+  readonly clockOffsetMs: number;
   /** Deliveries by status, all nodes together (empty when the store did not answer). */
   readonly deliveries: Readonly<Record<string, number>>;
   /**
@@ -131,8 +135,13 @@ export interface StatusSnapshot {
     readonly latencyMs: number;
     readonly error: string | null;
   };
-  /** The cluster as this node sees it: live nodes, the leases it holds, slots it is handing over. */
+  /**
+   * The cluster as this node sees it: live nodes, the leases it holds, slots it is handing over;
+   * and every live node (a heartbeat within a lease period) as the store has it, with the figures
+   * of its last heartbeat and the leases it holds now (empty when the store did not answer).
+   */
   readonly cluster: {
+    readonly nodes: readonly ClusterNodeStatus[];
     readonly liveNodes: readonly string[];
     readonly leases: ReadonlyArray<{ readonly slot: number; readonly epoch: number; readonly until: number }>;
     readonly draining: readonly number[];
@@ -149,7 +158,25 @@ export interface StatusSnapshot {
   }>;
 }
 
+/** One live node of the cluster in the status. Times are the cluster's clock's. */
+export interface ClusterNodeStatus {
+  readonly id: string;
+  readonly startedAt: number;
+  readonly lastHeartbeatAt: number;
+  /** Unexpired leases it holds. */
+  readonly slotsHeld: number;
+  /** HTTP requests in flight, as of its last heartbeat. */
+  readonly inFlight: number;
+  /** Its clock's offset to the cluster's, as of its last heartbeat. */
+  readonly clockOffsetMs: number;
+}
+
 export interface HeraldDeps {
+  /**
+   * This node's own clock. Herald reads every time other nodes compare from the cluster clock
+   * built on it: corrected by its measured offset to the store's clock (lib/cluster/cluster-clock.ts;
+   * offset 0 on SQLite). @default systemClock
+   */
   readonly clock?: Clock;
   readonly random?: Random;
   /** A store to use instead of the one `config.store` names (tests). Its node records are then not kept. */
@@ -172,6 +199,7 @@ export class Herald {
   /** Tokens that let a tenant's developers use the API on their own data (lib/status/caller-scope.ts). */
   readonly tenantTokens: TenantTokens;
   readonly #clock: Clock;
+  readonly #clusterClock: ClusterClock;
   readonly #random: Random;
   readonly #store: Store;
   readonly #storeHealth: StoreHealth;
@@ -188,7 +216,7 @@ export class Herald {
   /** This process's record beside the data, and the reaping of dead predecessors (none for an injected store). */
   readonly #localNodes: LocalNodes | undefined;
   readonly #supervisor: Supervisor;
-  readonly #startedAt: number;
+  #startedAt: number;
   #purgeTimer: { cancel(): void } | undefined;
   readonly #reviewWatch: ReviewWatch;
   readonly #replays: ReplayJobs;
@@ -229,7 +257,7 @@ export class Herald {
     config: HeraldConfig,
     unmonitoredStore: Store,
     slotCount: number,
-    clock: Clock,
+    ownClock: Clock,
     random: Random,
     local: { readonly folder: string; readonly storeKey: string; readonly probe: ProcessProbe | undefined } | undefined,
     secretKeys: SecretKeys,
@@ -238,6 +266,16 @@ export class Herald {
     this.secretKeys = secretKeys;
     this.#secretBox = secretKeys.box;
     const signingKeys = new SigningKeys(secretKeys.box);
+    // The one place the clock is swapped: every part below reads the cluster's clock, this node's
+    // corrected by its measured offset to the store's (lib/cluster/cluster-clock.ts), since the
+    // times they write are compared by other nodes (leases, heartbeats, claims, due times, fan-out).
+    // Measured in start() and at every heartbeat; offset 0 until then.
+    this.#clusterClock = new ClusterClock({
+      base: ownClock,
+      serverTime: () => this.#store.serverTime(),
+      onSkewChange: (change) => this.events.emit('clockSkew', change),
+    });
+    const clock: Clock = this.#clusterClock;
     // Every call the engine, the lease keeper and the API make goes through the health monitor:
     // readiness follows what the store actually does (writes that wait on a lock or fail), not one
     // probe read. An idle node still heartbeats, so a stuck store shows within a heartbeat.
@@ -274,6 +312,8 @@ export class Herald {
       {
         store,
         clock,
+        clockOffset: this.#clusterClock,
+        inFlight: () => this.#permits.inFlight,
         onChange: (held) => {
           const slots = held.map((lease) => lease.slot);
           this.#supervisor.leasesChanged(slots);
@@ -379,6 +419,16 @@ export class Herald {
   async start(): Promise<void> {
     if (this.#started) return;
     this.#started = true;
+    // Before anything is written or compared: the first heartbeat, and the times of this node's
+    // record, are on the cluster's clock. A failed read leaves offset 0 (it is read again at every
+    // heartbeat).
+    try {
+      await this.#clusterClock.measure();
+    } catch (error) {
+      this.events.emit('failure', { where: 'cluster clock', error });
+    }
+    // Taken before the first measurement: the same instant, on the cluster's clock.
+    this.#startedAt += this.#clusterClock.offsetMs;
     // Before the first lease round: a dead predecessor's slots are then free to take at once.
     await this.#localNodes?.start();
     await this.#leases.start();
@@ -788,13 +838,20 @@ export class Herald {
     let deliveries: Readonly<Record<string, number>> = {};
     let unfannedEvents = 0;
     let unreviewed: { readonly count: number; readonly oldestAt: number | null } = { count: 0, oldestAt: null };
+    let nodes: readonly ClusterNodeStatus[] = [];
     let storeError: string | null = null;
     try {
-      [deliveries, unfannedEvents, unreviewed] = await Promise.all([
+      let records: readonly NodeRecord[];
+      let leases: readonly SlotLease[];
+      [deliveries, unfannedEvents, unreviewed, records, leases] = await Promise.all([
         this.#store.countDeliveries(),
         this.#store.countUnfannedEvents(OUTBOX_COUNT_CAP),
         this.#store.unreviewedDeadLetters(UNREVIEWED_COUNT_CAP),
+        // Live as the lease keeper counts them: a heartbeat within a lease period.
+        this.#store.listNodes(askedAt - this.config.engine.leaseMs + 1),
+        this.#store.listLeases(),
       ]);
+      nodes = clusterNodesOf(records, leases, askedAt);
     } catch (error) {
       storeError = (error as Error)?.message ?? String(error);
     }
@@ -811,6 +868,7 @@ export class Herald {
       slotsOwned: this.#leases.held.length,
       slotCount: this.#slotCount,
       inFlight: this.#permits.inFlight,
+      clockOffsetMs: Math.round(this.#clusterClock.offsetMs),
       deliveries,
       unfannedEvents,
       fencedWrites: this.#fencedWrites,
@@ -822,6 +880,7 @@ export class Herald {
       },
       store,
       cluster: {
+        nodes,
         liveNodes: this.#leases.liveNodes,
         leases: this.#leases.held.map(({ slot, epoch, until }) => ({ slot, epoch, until })),
         draining: this.#leases.draining,
@@ -896,6 +955,20 @@ export class Herald {
     await this.#supervisor.endpointChanged(updated, id);
     return viewOf(updated);
   }
+}
+
+/** Each live node with the unexpired leases it holds at `now`. */
+function clusterNodesOf(records: readonly NodeRecord[], leases: readonly SlotLease[], now: number): ClusterNodeStatus[] {
+  const held = new Map<string, number>();
+  for (const lease of leases) if (lease.until > now) held.set(lease.owner, (held.get(lease.owner) ?? 0) + 1);
+  return records.map((node) => ({
+    id: node.id,
+    startedAt: node.startedAt,
+    lastHeartbeatAt: node.seenAt,
+    slotsHeld: held.get(node.id) ?? 0,
+    inFlight: node.inFlight,
+    clockOffsetMs: node.clockOffsetMs,
+  }));
 }
 
 function viewOf(endpoint: Endpoint): EndpointView {

@@ -137,6 +137,16 @@ export function logEngineEvents(herald: { readonly events: EventEmitter<EngineEv
   herald.events.on('predecessorReaped', (e) =>
     log.warn({ nodeId: e.nodeId, pid: e.pid, slots: e.slots.length }, `released the leases of a dead process on this host: ${e.why}`),
   );
+  herald.events.on('clockSkew', (e) => {
+    const offsetMs = Math.round(e.offsetMs);
+    log.warn(
+      { clockOffsetMs: offsetMs, thresholdMs: e.thresholdMs },
+      e.skewed
+        ? `this node's clock is ${Math.abs(offsetMs)} ms ${offsetMs < 0 ? 'ahead of' : 'behind'} the store's: ` +
+            'the cluster runs on the corrected clock, but fix this host\'s time (NTP)'
+        : `this node's clock is back within ${e.thresholdMs} ms of the store's (${offsetMs} ms)`,
+    );
+  });
   herald.events.on('failure', (e) => log.error({ where: e.where, err: e.error }, 'engine failure'));
 }
 

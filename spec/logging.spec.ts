@@ -55,6 +55,22 @@ describe('Logging', () => {
     });
   });
 
+  context('when the node\'s clock crosses a second off the store\'s, and comes back', () => {
+    it('warns once each way, with the offset', () => {
+      const { stream, lines } = memory();
+      const events = new EventEmitter<EngineEvents>();
+      logEngineEvents({ events }, createLogger('info', { format: 'json', destination: stream }));
+      events.emit('clockSkew', { offsetMs: -30_012.4, skewed: true, thresholdMs: 1_000 });
+      events.emit('clockSkew', { offsetMs: 250, skewed: false, thresholdMs: 1_000 });
+      const [over, back] = lines.map((l) => JSON.parse(l));
+      expect(lines).to.have.length(2);
+      expect(over).to.include({ level: 40, component: 'engine', clockOffsetMs: -30_012, thresholdMs: 1_000 });
+      expect(over.msg).to.include('30012 ms ahead of the store\'s');
+      expect(back).to.include({ level: 40, clockOffsetMs: 250 });
+      expect(back.msg).to.include('back within 1000 ms');
+    });
+  });
+
   describe('scrubText', () => {
     it('censors whsec_ secrets, v1 signatures, bearer tokens and URL queries', () => {
       expect(scrubText(`a ${secret} b`)).to.equal('a whsec_[redacted] b');

@@ -2,7 +2,9 @@
  * Cluster membership and this node's slot leases.
  *
  * Every `renewIntervalMs` (the heartbeat) the keeper:
- *   1. records a heartbeat for this node in `nodes`;
+ *   0. measures the cluster clock's offset to the store's (lib/cluster/cluster-clock.ts), so
+ *      every time it writes and compares below is on the clock the other nodes use;
+ *   1. records a heartbeat for this node in `nodes`, with its requests in flight and offset;
  *   2. lists the live nodes (a heartbeat within `leaseMs`);
  *   3. computes this node's fair share of slots by bounded-load rendezvous
  *      hashing over the live nodes (lib/cluster/rendezvous.ts) — every node
@@ -15,7 +17,7 @@
  *      lets it go; a dead node's slots once its lease expires.
  *
  * Belief: this node owns a slot only while it holds a lease on it whose
- * `until` is in the future by its own clock. A node paused past its lease
+ * `until` is in the future by its (cluster) clock. A node paused past its lease
  * therefore stops believing at once, and its late writes are fenced by epoch.
  *
  *   stopped ──start()──► running ──close()──► stopped (slots released, node removed)
@@ -33,9 +35,24 @@ export interface LeaseKeeperOptions {
   readonly renewIntervalMs: number;
 }
 
+/** The cluster clock as the keeper sees it: measured each round, its offset reported in the heartbeat. */
+export interface ClockOffset {
+  measure(): Promise<void>;
+  readonly offsetMs: number;
+}
+
 export interface LeaseKeeperDeps {
   readonly store: Store;
+  /** The cluster's clock (the `clockOffset`'s, when there is one): leases and heartbeats are compared across nodes. */
   readonly clock: Clock;
+  /**
+   * Measured at the start of every round, before the heartbeat; a failed measurement goes to
+   * `onError` and the round goes on with the last offset.
+   * @default undefined: `clock` is taken as the cluster's as it is, offset 0
+   */
+  readonly clockOffset?: ClockOffset;
+  /** Requests in flight on this node, for its heartbeat. @default () => 0 */
+  readonly inFlight?: () => number;
   /** After every renewal: the leases now held. */
   onChange(held: readonly SlotLease[]): void;
   /** Stop work in these slots and resolve once their in-flight attempts have settled. */
@@ -48,7 +65,8 @@ export interface LeaseKeeperDeps {
 export class LeaseKeeper {
   readonly #options: LeaseKeeperOptions;
   readonly #deps: LeaseKeeperDeps;
-  readonly #startedAt: number;
+  /** Taken at the first round, once the clock has been measured. */
+  #startedAt: number | undefined;
   #held: readonly SlotLease[] = [];
   #liveNodes: readonly string[] = [];
   readonly #draining = new Set<number>();
@@ -61,7 +79,6 @@ export class LeaseKeeper {
   constructor(options: LeaseKeeperOptions, deps: LeaseKeeperDeps) {
     this.#options = options;
     this.#deps = deps;
-    this.#startedAt = deps.clock.now();
   }
 
   get owner(): string {
@@ -123,10 +140,17 @@ export class LeaseKeeper {
   }
 
   async #round(): Promise<void> {
-    const { store, clock } = this.#deps;
+    const { store, clock, clockOffset } = this.#deps;
     const { owner, slotCount, leaseMs } = this.#options;
+    try {
+      await clockOffset?.measure();
+    } catch (error) {
+      this.#deps.onError(error);
+    }
     const now = clock.now();
-    await store.heartbeat({ id: owner, startedAt: this.#startedAt, now });
+    this.#startedAt ??= now;
+    const inFlight = this.#deps.inFlight?.() ?? 0;
+    await store.heartbeat({ id: owner, startedAt: this.#startedAt, now, inFlight, clockOffsetMs: clockOffset?.offsetMs ?? 0 });
     // Gone at the same instant its leases expire (`until <= now`), so no slot is left wanted by nobody.
     const nodes = (await store.listNodes(now - leaseMs + 1)).map((node) => node.id);
     this.#liveNodes = nodes.includes(owner) ? nodes : [...nodes, owner].sort();

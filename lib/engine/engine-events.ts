@@ -99,6 +99,12 @@ export interface EngineEvents {
    * removed, so this node takes its slots at once (at the next epoch).
    */
   predecessorReaped: [{ readonly nodeId: string; readonly pid: number; readonly slots: readonly number[]; readonly why: string }];
+  /**
+   * This node's clock is off the cluster's (the store's) by more than `thresholdMs`, either way
+   * (`skewed`), or came back within it: once per crossing, not per heartbeat
+   * (lib/cluster/cluster-clock.ts). The node works on, on the corrected clock.
+   */
+  clockSkew: [{ readonly offsetMs: number; readonly skewed: boolean; readonly thresholdMs: number }];
   /** An unexpected failure inside the engine (store unreachable…); the engine keeps going. */
   failure: [{ readonly where: string; readonly error: unknown }];
 }

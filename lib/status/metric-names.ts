@@ -25,6 +25,7 @@ export const MetricName = {
   CONCURRENCY_LIMIT: 'herald_concurrency_limit',
   IN_FLIGHT: 'herald_in_flight_requests',
   SLOTS_OWNED: 'herald_slots_owned',
+  CLOCK_OFFSET: 'herald_clock_offset_seconds',
   DELIVERIES_BY_STATUS: 'herald_deliveries_by_status',
   OUTBOX_UNFANNED: 'herald_outbox_unfanned_events',
   DEAD_LETTERS_UNREVIEWED: 'herald_dead_letters_unreviewed',
@@ -114,6 +115,11 @@ export const METRIC_DOCS: Readonly<Record<MetricName, MetricDoc>> = {
   },
   [MetricName.IN_FLIGHT]: { type: 'gauge', labels: [], help: 'HTTP requests in flight on this node.' },
   [MetricName.SLOTS_OWNED]: { type: 'gauge', labels: [], help: 'Slot leases this node holds.' },
+  [MetricName.CLOCK_OFFSET]: {
+    type: 'gauge',
+    labels: [],
+    help: "This node's clock's measured offset to the store's (cluster time minus its own; negative: it runs ahead), corrected for in every time nodes compare.",
+  },
   [MetricName.DELIVERIES_BY_STATUS]: {
     type: 'gauge',
     labels: ['status'],

@@ -108,6 +108,7 @@ export class HeraldMetrics {
     });
     this.#gaugeFromStatus(MetricName.IN_FLIGHT, (gauge, s) => gauge.set(s.inFlight));
     this.#gaugeFromStatus(MetricName.SLOTS_OWNED, (gauge, s) => gauge.set(s.slotsOwned));
+    this.#gaugeFromStatus(MetricName.CLOCK_OFFSET, (gauge, s) => gauge.set(s.clockOffsetMs / 1000));
     this.#gaugeFromStatus(MetricName.DELIVERIES_BY_STATUS, (gauge, s) => {
       for (const [status, n] of Object.entries(s.deliveries)) gauge.set({ status }, n);
     });

@@ -40,12 +40,27 @@ export interface LeaseRequest {
   readonly leaseMs: number;
 }
 
+/** What a node says of itself at each heartbeat. Times are the cluster's (lib/cluster/cluster-clock.ts). */
+export interface NodeHeartbeat {
+  readonly id: string;
+  readonly startedAt: number;
+  /** The heartbeat's time. */
+  readonly now: number;
+  /** HTTP requests the node has in flight. */
+  readonly inFlight: number;
+  /** Its own clock's measured offset to the cluster's (the store's): cluster time − its time, in ms. */
+  readonly clockOffsetMs: number;
+}
+
 /** A live process of the cluster, as its heartbeats record it. */
 export interface NodeRecord {
   readonly id: string;
   readonly startedAt: number;
   /** The last heartbeat. */
   readonly seenAt: number;
+  /** As its last written heartbeat said (0 for a row written before these figures existed). */
+  readonly inFlight: number;
+  readonly clockOffsetMs: number;
 }
 
 /**
@@ -332,8 +347,17 @@ export interface Store {
   getEvent(id: string): Promise<OutboxEvent | undefined>;
 
   // Membership
-  /** Records a heartbeat of `node` at `now` (creating it on the first one). */
-  heartbeat(node: { readonly id: string; readonly startedAt: number; readonly now: number }): Promise<void>;
+  /**
+   * The store's own clock, in epoch ms, read on its server; `undefined` when it has none apart from
+   * this host's (SQLite: one file is on one host, so the node's clock is the cluster's). Nodes
+   * measure their offset to it (lib/cluster/cluster-clock.ts) so that the times they compare agree.
+   */
+  serverTime(): Promise<number | undefined>;
+  /**
+   * Records a heartbeat of `node` at `now` (creating it on the first one). The last heartbeat never
+   * moves backwards; the figures (`inFlight`, `clockOffsetMs`) are those of the last write.
+   */
+  heartbeat(node: NodeHeartbeat): Promise<void>;
   /** Nodes whose last heartbeat is at or after `seenSince`, by id. */
   listNodes(seenSince: number): Promise<NodeRecord[]>;
   /** Forgets a node (graceful shutdown). */

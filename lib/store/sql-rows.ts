@@ -9,7 +9,7 @@
 import type { AdaptiveConcurrency, Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, ReplayJobFilter, ReplayJobRecord, ReplayJobState, TenantToken, TriageState } from '../model.ts';
 import { EndpointOrdering, EndpointStatus } from '../model.ts';
 import { COUNT_FIELDS, LATENCY_BUCKETS, type DeliveryMinute, type DeliveryMinuteIncrement, type EndpointDeliveryTotals } from '../status/delivery-minutes.ts';
-import type { SlotLease } from './port.ts';
+import type { NodeRecord, SlotLease } from './port.ts';
 
 /** A structured column: JSON text (SQLite) or the parsed value (PostgreSQL `jsonb`). */
 export type JsonColumn<T> = string | T;
@@ -115,6 +115,12 @@ export interface NodeRow {
   id: string;
   started_at: number;
   seen_at: number;
+  in_flight: number;
+  clock_offset_ms: number;
+}
+
+export function nodeFromRow(row: NodeRow): NodeRecord {
+  return { id: row.id, startedAt: row.started_at, seenAt: row.seen_at, inFlight: row.in_flight, clockOffsetMs: row.clock_offset_ms };
 }
 
 export function endpointFromRow(row: EndpointRow): Endpoint {

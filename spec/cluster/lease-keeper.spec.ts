@@ -2,8 +2,9 @@ import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ManualClock } from '../../lib/clock.ts';
-import { LeaseKeeper } from '../../lib/cluster/lease-keeper.ts';
+import { ManualClock, type Clock } from '../../lib/clock.ts';
+import { ClusterClock } from '../../lib/cluster/cluster-clock.ts';
+import { LeaseKeeper, type LeaseKeeperDeps } from '../../lib/cluster/lease-keeper.ts';
 import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
 
 const SLOTS = 64;
@@ -17,12 +18,13 @@ describe('LeaseKeeper (membership and slot leases, fake time)', () => {
   const drains: Array<{ node: string; slots: readonly number[] }> = [];
   let holdDrain: Promise<void> | undefined;
 
-  function keeper(owner: string): LeaseKeeper {
+  function keeper(owner: string, deps: Partial<Pick<LeaseKeeperDeps, 'clock' | 'clockOffset' | 'inFlight'>> = {}): LeaseKeeper {
     return new LeaseKeeper(
       { owner, slotCount: SLOTS, leaseMs: LEASE_MS, renewIntervalMs: HEARTBEAT_MS },
       {
         store,
         clock,
+        ...deps,
         onChange: () => undefined,
         drain: async (slots) => {
           drains.push({ node: owner, slots });
@@ -165,6 +167,103 @@ describe('LeaseKeeper (membership and slot leases, fake time)', () => {
       expect((await store.listNodes(0)).map((n) => n.id)).to.deep.equal(['node-a']);
       await a.renew();
       expect(slots(a)).to.have.length(SLOTS);
+    });
+  });
+
+  context('when one node\'s clock is 30 s ahead of the store\'s', () => {
+    const AHEAD_MS = 30_000;
+    /** The ahead node's own clock: `clock` (the store's time, here) + 30 s, moving with it. */
+    let ahead: ManualClock;
+    const advance = (ms: number): void => {
+      clock.advance(ms);
+      ahead.advance(ms);
+    };
+    /** The ahead node's clock corrected by its offset to the store's, which answers `clock`'s time. */
+    const corrected = (): ClusterClock =>
+      new ClusterClock({ base: ahead, serverTime: async () => clock.now(), onSkewChange: () => undefined });
+
+    beforeEach(() => {
+      ahead = new ManualClock(clock.now() + AHEAD_MS);
+    });
+
+    context('and it is not corrected', () => {
+      it('counts the other node dead and takes every slot (what the cluster clock prevents)', async () => {
+        const a = keeper('node-a');
+        const b = keeper('node-b', { clock: ahead as Clock });
+        await a.renew();
+        await b.renew();
+        expect(b.liveNodes).to.deep.equal(['node-b']);
+        expect(slots(b)).to.have.length(SLOTS);
+      });
+    });
+
+    context('and it runs on the corrected clock', () => {
+      it('counts the other node live, takes only its share once handed over, and writes times on the store\'s clock', async () => {
+        const a = keeper('node-a');
+        const bClock = corrected();
+        const b = keeper('node-b', { clock: bClock, clockOffset: bClock, inFlight: () => 3 });
+        await a.renew();
+        await b.renew();
+        expect(bClock.offsetMs).to.equal(-AHEAD_MS);
+        expect(b.liveNodes, 'a is live').to.deep.equal(['node-a', 'node-b']);
+        expect(slots(b), 'nothing is taken from a live holder').to.deep.equal([]);
+
+        for (let round = 0; round < 3; round++) {
+          advance(HEARTBEAT_MS);
+          await a.renew();
+          await settle();
+          await b.renew();
+        }
+        expect(slots(a)).to.have.length(SLOTS / 2);
+        expect(slots(b)).to.have.length(SLOTS / 2);
+        expect(new Set([...slots(a), ...slots(b)]).size).to.equal(SLOTS);
+        expect(a.liveNodes).to.deep.equal(['node-a', 'node-b']);
+        // b's leases run until the store's time + a lease period, not 30 s later.
+        for (const lease of await store.listLeases()) expect(lease.until).to.be.within(clock.now(), clock.now() + LEASE_MS);
+        const nodes = await store.listNodes(0);
+        expect(nodes.map(({ id, seenAt, inFlight, clockOffsetMs }) => ({ id, seenAt, inFlight, clockOffsetMs }))).to.deep.equal([
+          { id: 'node-a', seenAt: clock.now(), inFlight: 0, clockOffsetMs: 0 },
+          { id: 'node-b', seenAt: clock.now(), inFlight: 3, clockOffsetMs: -AHEAD_MS },
+        ]);
+      });
+
+      it('goes on heartbeating on the last offset while measurements fail, each failure reported', async () => {
+        const a = keeper('node-a');
+        let failing = false;
+        const bClock = new ClusterClock({
+          base: ahead,
+          serverTime: async () => {
+            if (failing) throw new Error('read failed');
+            return clock.now();
+          },
+          onSkewChange: () => undefined,
+        });
+        const errors: unknown[] = [];
+        const b = new LeaseKeeper(
+          { owner: 'node-b', slotCount: SLOTS, leaseMs: LEASE_MS, renewIntervalMs: HEARTBEAT_MS },
+          { store, clock: bClock, clockOffset: bClock, onChange: () => undefined, drain: async () => undefined, released: () => undefined, onError: (e) => errors.push(e) },
+        );
+        await a.renew();
+        await b.renew();
+        await a.renew();
+        await settle();
+        await b.renew();
+        failing = true;
+        // Longer than a lease period: had the rounds stopped, b's leases would lapse; had its offset
+        // gone back to 0, it would count a dead and take every slot.
+        const rounds = LEASE_MS / HEARTBEAT_MS + 1;
+        for (let round = 0; round < rounds; round++) {
+          advance(HEARTBEAT_MS);
+          await a.renew();
+          await b.renew();
+        }
+        expect(errors.map((e) => (e as Error).message)).to.deep.equal(Array(rounds).fill('read failed'));
+        expect(bClock.offsetMs).to.equal(-AHEAD_MS);
+        expect(a.liveNodes).to.deep.equal(['node-a', 'node-b']);
+        expect(b.liveNodes).to.deep.equal(['node-a', 'node-b']);
+        expect(slots(a)).to.have.length(SLOTS / 2);
+        expect(slots(b)).to.have.length(SLOTS / 2);
+      });
     });
   });
 });

@@ -150,7 +150,7 @@ describe('LocalNodes', () => {
   async function twoNodesHoldingSlots(): Promise<void> {
     const now = clock.now();
     for (const [id, slots] of [['node_dead', [0, 1, 2, 3]], ['node_other', [4, 5, 6, 7]]] as const) {
-      await store.heartbeat({ id, startedAt: now, now });
+      await store.heartbeat({ id, startedAt: now, now, inFlight: 0, clockOffsetMs: 0 });
       await store.acquireLeases({ owner: id, slots, now, leaseMs: LEASE_MS });
     }
   }

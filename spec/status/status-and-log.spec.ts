@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { StoreError } from '../../lib/errors.ts';
 import { encodeCursor, decodeCursor } from '../../lib/status/delivery-cursor.ts';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';
-import { expectOk, startStatus, type StatusFixture } from './status-fixture.ts';
+import { expectOk, sample, startStatus, type StatusFixture } from './status-fixture.ts';
 
 describe('Status port: status, readiness and the delivery log', () => {
   let f: StatusFixture | undefined;
@@ -94,6 +94,34 @@ describe('Status port: status, readiness and the delivery log', () => {
         // An hour later the window has moved past both attempts.
         t.clock.advance(61 * 60_000);
         expect((await f.api('GET', '/v1/status')).json.recent.endpoints).to.deep.equal([]);
+      });
+    });
+
+    context('when this node\'s clock is 30 s ahead of the store\'s and another node is live', () => {
+      it('shows its offset, every live node with its figures and leases, and the offset gauge', async () => {
+        f = await startStatus({}, { start: false });
+        const { herald, clock } = f.t;
+        // The store's clock is 30 s behind this node's.
+        (herald.store as { serverTime: () => Promise<number> }).serverTime = async () => clock.now() - 30_000;
+        const skews: unknown[] = [];
+        herald.events.on('clockSkew', (e) => skews.push(e));
+        await herald.start();
+        const clusterNow = clock.now() - 30_000;
+        await herald.store.heartbeat({ id: 'node_other', startedAt: clusterNow - 5_000, now: clusterNow, inFlight: 5, clockOffsetMs: 12 });
+        // A node whose last heartbeat is older than a lease period is not live.
+        await herald.store.heartbeat({ id: 'node_gone', startedAt: 0, now: clusterNow - herald.config.engine.leaseMs, inFlight: 1, clockOffsetMs: 0 });
+
+        const status = (await f.api('GET', '/v1/status')).json;
+        expect(status.clockOffsetMs).to.equal(-30_000);
+        expect(status.cluster.nodes).to.deep.equal([
+          { id: herald.nodeId, startedAt: status.startedAt, lastHeartbeatAt: clusterNow, slotsHeld: herald.slotCount, inFlight: 0, clockOffsetMs: -30_000 },
+          { id: 'node_other', startedAt: clusterNow - 5_000, lastHeartbeatAt: clusterNow, slotsHeld: 0, inFlight: 5, clockOffsetMs: 12 },
+        ].sort((a, b) => (a.id < b.id ? -1 : 1)));
+        expect(status.startedAt, 'on the cluster\'s clock').to.equal(clusterNow);
+        expect(skews).to.deep.equal([{ offsetMs: -30_000, skewed: true, thresholdMs: 1_000 }]);
+
+        const metrics = await f.api('GET', '/metrics');
+        expect(sample(metrics.text, 'herald_clock_offset_seconds')).to.equal(-30);
       });
     });
 

@@ -761,16 +761,19 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
     });
 
     describe('membership', () => {
+      /** A heartbeat with no requests in flight and no clock offset. */
+      const beat = (id: string, startedAt: number, now: number) => ({ id, startedAt, now, inFlight: 0, clockOffsetMs: 0 });
+
       context('when nodes heartbeat', () => {
         it('lists those seen since a time, by id, and forgets a removed one', async () => {
           const startedAt = clock.now();
-          await store.heartbeat({ id: 'node-b', startedAt, now: clock.now() });
-          await store.heartbeat({ id: 'node-a', startedAt, now: clock.now() });
+          await store.heartbeat(beat('node-b', startedAt, clock.now()));
+          await store.heartbeat(beat('node-a', startedAt, clock.now()));
           clock.advance(5 * SECOND);
-          await store.heartbeat({ id: 'node-b', startedAt, now: clock.now() });
+          await store.heartbeat(beat('node-b', startedAt, clock.now()));
           expect(await store.listNodes(clock.now() - 10 * SECOND)).to.deep.equal([
-            { id: 'node-a', startedAt, seenAt: startedAt },
-            { id: 'node-b', startedAt, seenAt: clock.now() },
+            { id: 'node-a', startedAt, seenAt: startedAt, inFlight: 0, clockOffsetMs: 0 },
+            { id: 'node-b', startedAt, seenAt: clock.now(), inFlight: 0, clockOffsetMs: 0 },
           ]);
           expect((await store.listNodes(clock.now() - SECOND)).map((n) => n.id)).to.deep.equal(['node-b']);
           await store.removeNode('node-b');
@@ -778,9 +781,36 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         });
 
         it('never moves a node\'s last heartbeat backwards', async () => {
-          await store.heartbeat({ id: 'node-a', startedAt: clock.now(), now: clock.now() + SECOND });
-          await store.heartbeat({ id: 'node-a', startedAt: clock.now(), now: clock.now() });
+          await store.heartbeat(beat('node-a', clock.now(), clock.now() + SECOND));
+          await store.heartbeat(beat('node-a', clock.now(), clock.now()));
           expect((await store.listNodes(0))[0]?.seenAt).to.equal(clock.now() + SECOND);
+        });
+      });
+
+      context('when a heartbeat carries the node\'s figures', () => {
+        it('lists each node with those of its last heartbeat, written even when its time is older (a corrected clock)', async () => {
+          const startedAt = clock.now();
+          await store.heartbeat({ id: 'node-a', startedAt, now: clock.now(), inFlight: 7, clockOffsetMs: -30_012 });
+          await store.heartbeat({ id: 'node-b', startedAt, now: clock.now(), inFlight: 0, clockOffsetMs: 4 });
+          clock.advance(SECOND);
+          await store.heartbeat({ id: 'node-a', startedAt, now: clock.now(), inFlight: 12, clockOffsetMs: -30_010 });
+          // Its clock was corrected backwards by a few ms: the time stays, the figures are the new ones.
+          await store.heartbeat({ id: 'node-a', startedAt, now: clock.now() - 3, inFlight: 3, clockOffsetMs: -30_013 });
+          expect(await store.listNodes(0)).to.deep.equal([
+            { id: 'node-a', startedAt, seenAt: clock.now(), inFlight: 3, clockOffsetMs: -30_013 },
+            { id: 'node-b', startedAt, seenAt: startedAt, inFlight: 0, clockOffsetMs: 4 },
+          ]);
+        });
+      });
+
+      context('when asked for its own time', () => {
+        it('answers its clock in epoch ms, or undefined when it has none apart from this host\'s', async () => {
+          const before = Date.now();
+          const time = await store.serverTime();
+          const after = Date.now();
+          if (time === undefined) return;
+          // The server of the specs runs on this machine: its clock is this one, to within the read.
+          expect(time).to.be.within(before - SECOND, after + SECOND);
         });
       });
     });

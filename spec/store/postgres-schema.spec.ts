@@ -190,6 +190,19 @@ describe('PostgreSQL schema (a real server)', function () {
     });
   });
 
+  context('when a database from before version 15 holds nodes (version 15: their figures)', () => {
+    it('gives them 0 requests in flight and a 0 clock offset until their next heartbeat', async () => {
+      const pool = await freshPool();
+      await migratePostgresSchema(pool, 'herald', POSTGRES_MIGRATIONS.filter((m) => m.version < 15));
+      await pool.query(`INSERT INTO herald.nodes (id, started_at, seen_at) VALUES ('node_old', 1, 2)`);
+      const result = await migratePostgresSchema(pool, 'herald', POSTGRES_MIGRATIONS.filter((m) => m.version <= 15));
+      expect(result.applied).to.deep.equal([15]);
+      expect((await pool.query(`SELECT id, in_flight, clock_offset_ms FROM herald.nodes`)).rows).to.deep.equal([
+        { id: 'node_old', in_flight: 0, clock_offset_ms: '0' },
+      ]);
+    });
+  });
+
   context('when several processes start at once', () => {
     it('migrates once; the others wait for it and find it done', async () => {
       const first = await freshPool();

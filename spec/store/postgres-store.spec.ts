@@ -108,6 +108,19 @@ describe('PostgresStore (what only PostgreSQL does)', () => {
 
   const allSlots = Array.from({ length: SLOTS }, (_, i) => i);
 
+  context('when asked for its own time', () => {
+    it('reads the server\'s clock (this machine\'s, for the specs\' server): within a second of Date.now()', async () => {
+      const store = await opened();
+      const before = Date.now();
+      const time = await store.serverTime();
+      const after = Date.now();
+      expect(time).to.be.a('number');
+      expect(time).to.be.within(before - 1_000, after + 1_000);
+      // clock_timestamp(), not now(): two reads differ (now() would repeat the transaction's start).
+      expect(await store.serverTime()).to.not.equal(time);
+    });
+  });
+
   context('when several nodes fan out to the same endpoints at once', () => {
     it('numbers every endpoint 1..n without a gap or a repeat, and no batch fails (the counters are locked in id order)', async () => {
       const schema = `herald_spec_${++schemas}`;

@@ -44,7 +44,7 @@ describe('SqliteStore while another connection holds the write lock', () => {
   });
 
   it('gives the event loop back at once: a write waits on the clock instead of failing or blocking', async () => {
-    const heartbeat = store.heartbeat({ id: 'n1', startedAt: clock.now(), now: clock.now() });
+    const heartbeat = store.heartbeat({ id: 'n1', startedAt: clock.now(), now: clock.now(), inFlight: 0, clockOffsetMs: 0 });
     expect(await stateOf(heartbeat)).to.equal('pending');
     clock.advance(1_000);
     expect(await stateOf(heartbeat)).to.equal('pending');
@@ -56,7 +56,7 @@ describe('SqliteStore while another connection holds the write lock', () => {
   });
 
   it('answers reads meanwhile (WAL readers do not wait for the writer)', async () => {
-    const heartbeat = store.heartbeat({ id: 'n1', startedAt: clock.now(), now: clock.now() });
+    const heartbeat = store.heartbeat({ id: 'n1', startedAt: clock.now(), now: clock.now(), inFlight: 0, clockOffsetMs: 0 });
     expect(await store.countDeliveries()).to.include({ pending: 0 });
     expect(await store.listNodes(0)).to.deep.equal([]);
     expect(await stateOf(heartbeat)).to.equal('pending');
@@ -71,10 +71,10 @@ describe('SqliteStore while another connection holds the write lock', () => {
     const writes = [
       store.releaseLeases('n0', [9]).then(ran('release')),
       store.createEndpoint(makeEndpoint('e1', 'acme', 0)).then(ran('endpoint e1')),
-      store.heartbeat({ id: 'n1', startedAt: 0, now: 100 }).then(ran('heartbeat 100')),
+      store.heartbeat({ id: 'n1', startedAt: 0, now: 100, inFlight: 0, clockOffsetMs: 0 }).then(ran('heartbeat 100')),
       store.createEndpoint(makeEndpoint('e2', 'acme', 0)).then(ran('endpoint e2')),
       store.acquireLeases({ owner: 'n1', slots: [1, 2], now: clock.now(), leaseMs: 10_000 }).then(ran('leases')),
-      store.heartbeat({ id: 'n1', startedAt: 0, now: 200 }).then(ran('heartbeat 200')),
+      store.heartbeat({ id: 'n1', startedAt: 0, now: 200, inFlight: 0, clockOffsetMs: 0 }).then(ran('heartbeat 200')),
     ];
     clock.advance(50);
     expect(await stateOf(Promise.race(writes))).to.equal('pending');
@@ -90,7 +90,7 @@ describe('SqliteStore while another connection holds the write lock', () => {
   });
 
   it('fails a write with a StoreError naming the operation once it has waited busyTimeoutMs, and nothing is written', async () => {
-    const heartbeat = store.heartbeat({ id: 'n1', startedAt: 0, now: 0 });
+    const heartbeat = store.heartbeat({ id: 'n1', startedAt: 0, now: 0, inFlight: 0, clockOffsetMs: 0 });
     const outcome = heartbeat.then(
       () => undefined,
       (error: unknown) => error,
@@ -130,7 +130,7 @@ describe('SqliteStore while another connection holds the write lock', () => {
   });
 
   it('fails the writes still waiting when the store closes', async () => {
-    const heartbeat = store.heartbeat({ id: 'n1', startedAt: 0, now: 0 }).then(
+    const heartbeat = store.heartbeat({ id: 'n1', startedAt: 0, now: 0, inFlight: 0, clockOffsetMs: 0 }).then(
       () => undefined,
       (error: unknown) => error,
     );

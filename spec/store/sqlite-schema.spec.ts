@@ -172,6 +172,17 @@ describe('SQLite schema versions', () => {
     expect(plan.map((row) => row.detail).join('\n')).to.include('deliveries_open_line').and.not.include('TEMP B-TREE');
   });
 
+  it('version 14 gives nodes their requests in flight and clock offset: 0 for a row from before', () => {
+    ensureSchema(db);
+    db.prepare(`UPDATE meta SET value = '12' WHERE key = 'schema_version'`).run();
+    db.exec(`ALTER TABLE nodes DROP COLUMN in_flight; ALTER TABLE nodes DROP COLUMN clock_offset_ms`);
+    db.exec(`INSERT INTO nodes (id, started_at, seen_at) VALUES ('node_old', 1, 2)`);
+
+    db.transaction(() => migrate(db, SQLITE_MIGRATIONS.filter((m) => m.version <= 14))).immediate();
+    expect(version(db)).to.equal('14');
+    expect(db.prepare(`SELECT id, in_flight, clock_offset_ms FROM nodes`).all()).to.deep.equal([{ id: 'node_old', in_flight: 0, clock_offset_ms: 0 }]);
+  });
+
   it('refuses a file migrated by a newer Herald with HERALD_STORE naming both versions, changing nothing', () => {
     ensureSchema(db);
     db.prepare(`UPDATE meta SET value = '99' WHERE key = 'schema_version'`).run();

@@ -54,7 +54,7 @@ describe('StoreHealth', () => {
     it('is available until the call has waited stallMs, then names the call, and is available again once it answers', async () => {
       const scripted = scriptedStore();
       const store = health.monitor(scripted.store);
-      const beat = store.heartbeat({ id: 'n', startedAt: 0, now: 0 });
+      const beat = store.heartbeat({ id: 'n', startedAt: 0, now: 0, inFlight: 0, clockOffsetMs: 0 });
       clock.advance(1_999);
       expect(health.availability).to.deep.equal({ available: true });
       clock.advance(1);
@@ -84,7 +84,7 @@ describe('StoreHealth', () => {
       scripted.fail(new StoreError('sqlite: appendEvents failed: database or disk is full'));
       await appended;
       const failedAt = clock.now();
-      const beat = store.heartbeat({ id: 'n', startedAt: 0, now: 0 });
+      const beat = store.heartbeat({ id: 'n', startedAt: 0, now: 0, inFlight: 0, clockOffsetMs: 0 });
       scripted.answer();
       await beat;
       expect(health.availability).to.deep.equal({

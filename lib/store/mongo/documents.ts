@@ -193,5 +193,5 @@ export function leaseFromDoc(doc: LeaseDoc): SlotLease {
 }
 
 export function nodeFromDoc(doc: NodeDoc): NodeRecord {
-  return { id: doc._id, startedAt: doc.startedAt, seenAt: doc.seenAt };
+  return { id: doc._id, startedAt: doc.startedAt, seenAt: doc.seenAt, inFlight: doc.inFlight ?? 0, clockOffsetMs: doc.clockOffsetMs ?? 0 };
 }

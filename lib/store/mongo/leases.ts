@@ -3,11 +3,11 @@
  * renewed or taken by conditional updates and upserts, and a race for a slot
  * is lost on its duplicate `_id`.
  */
-import type { AnyBulkWriteOperation } from 'mongodb';
-import type { NodeRecord, SlotLease } from '../port.ts';
+import type { AnyBulkWriteOperation, Db } from 'mongodb';
+import type { NodeHeartbeat, NodeRecord, SlotLease } from '../port.ts';
 import type { StoreDb } from './collections.ts';
 import { leaseFromDoc, nodeFromDoc } from './documents.ts';
-import { isDuplicateKeyError, onlyDuplicateKeys } from './mongo-errors.ts';
+import { isDuplicateKeyError, MongoErrorCode, onlyDuplicateKeys, serverErrorCode } from './mongo-errors.ts';
 import {
   liveLeasesFilter,
   RELEASE_LEASES_UPDATE,
@@ -62,12 +62,28 @@ export async function listLeases({ leases }: StoreDb): Promise<SlotLease[]> {
   return (await leases.find({ owner: { $ne: null } }).sort({ _id: 1 }).toArray()).map(leaseFromDoc);
 }
 
-export async function heartbeat(
-  { nodes }: StoreDb,
-  node: { readonly id: string; readonly startedAt: number; readonly now: number },
-): Promise<void> {
+/**
+ * The server's wall clock: `localTime` of the `hello` reply (of the server the driver sends it
+ * to; the members of a replica set keep their clocks in step with NTP, as MongoDB requires).
+ */
+export async function serverTime(db: Db): Promise<number> {
+  const hello = await db.command({ hello: 1 }).catch(async (error: unknown) => {
+    // MongoDB 4.4.0 and 4.4.1, still supported, know only the legacy name (`hello` came in 4.4.2).
+    if (serverErrorCode(error) === MongoErrorCode.COMMAND_NOT_FOUND) return db.command({ isMaster: 1 });
+    throw error;
+  });
+  const localTime: unknown = hello['localTime'];
+  return localTime instanceof Date ? localTime.getTime() : Number.NaN;
+}
+
+export async function heartbeat({ nodes }: StoreDb, node: NodeHeartbeat): Promise<void> {
+  const figures = { inFlight: node.inFlight, clockOffsetMs: Math.round(node.clockOffsetMs) };
   const write = () =>
-    nodes.updateOne({ _id: node.id }, { $setOnInsert: { startedAt: node.startedAt }, $max: { seenAt: node.now } }, { upsert: true });
+    nodes.updateOne(
+      { _id: node.id },
+      { $setOnInsert: { startedAt: node.startedAt }, $max: { seenAt: node.now }, $set: figures },
+      { upsert: true },
+    );
   try {
     await write();
   } catch (error) {

@@ -14,6 +14,8 @@ export const MongoErrorCode = {
   /** Dropping an index that is not there (any more). */
   INDEX_NOT_FOUND: 27,
   DUPLICATE_KEY: 11000,
+  /** A command the server does not know (`hello` before MongoDB 4.4.2). */
+  COMMAND_NOT_FOUND: 59,
   /** The resume point fell off the oplog (or never was in it). */
   CHANGE_STREAM_HISTORY_LOST: 286,
 } as const;

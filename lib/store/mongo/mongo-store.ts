@@ -54,6 +54,7 @@ import type {
   FanOut,
   FanOutClaim,
   LeaseRequest,
+  NodeHeartbeat,
   NodeRecord,
   PurgeResult,
   SettleResult,
@@ -76,8 +77,8 @@ import type { EmbeddedServer, StartEmbeddedServer } from './embedded-server.ts';
 import { endpointChangesAfter, lastEndpointChange } from './endpoint-changes.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, resumeDeliveries, tenantExists, updateEndpoint } from './endpoints.ts';
 import { appendEvents, countUnfannedEvents, fanOutBatch, getEvent, recordFanOuts, unfannedEvents } from './fan-out.ts';
-import { acquireLeases, heartbeat, listLeases, listNodes, releaseLeases, removeNode } from './leases.ts';
-import { isDuplicateKeyError, isIncompatibleServerError, messageOf, serverErrorCode } from './mongo-errors.ts';
+import { acquireLeases, heartbeat, listLeases, listNodes, releaseLeases, removeNode, serverTime } from './leases.ts';
+import { isDuplicateKeyError, isIncompatibleServerError, messageOf, MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
 import { parseMongoUri, redactMongoUri } from './mongo-uri.ts';
 import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './queries.ts';
 import { ResumeTokenKeeper } from './resume-tokens.ts';
@@ -506,7 +507,11 @@ export class MongoStore implements Store {
 
   // Membership
 
-  async heartbeat(node: { readonly id: string; readonly startedAt: number; readonly now: number }): Promise<void> {
+  async serverTime(): Promise<number | undefined> {
+    return this.#run('serverTime', (state) => serverTime(state.db));
+  }
+
+  async heartbeat(node: NodeHeartbeat): Promise<void> {
     return this.#run('heartbeat', (state) => heartbeat(state, node));
   }
 
@@ -763,7 +768,7 @@ export class MongoStore implements Store {
       const admin = client.db('admin');
       const hello = await admin.command({ hello: 1 }).catch(async (error: unknown) => {
         // MongoDB 4.4.0 and 4.4.1, still supported, know only the legacy name (`hello` came in 4.4.2).
-        if (serverErrorCode(error) === COMMAND_NOT_FOUND) return admin.command({ isMaster: 1 });
+        if (serverErrorCode(error) === MongoErrorCode.COMMAND_NOT_FOUND) return admin.command({ isMaster: 1 });
         throw error;
       });
       const buildInfo = await admin.command({ buildInfo: 1 });
@@ -844,9 +849,6 @@ async function runTransaction<T>(client: MongoClient, fn: (session: ClientSessio
 export function staleResumeTokensFilter(savedBefore: number, keep: string): Filter<MetaDoc> {
   return { _id: { $regex: `^${MetaKeys.RESUME_TOKEN_PREFIX}`, $ne: keep }, savedAt: { $lt: savedBefore } };
 }
-
-/** "CommandNotFound". */
-const COMMAND_NOT_FOUND = 59;
 
 function warnRestart(restart: ChangeFeedRestart): void {
   const why = restart.error === undefined ? '' : `: ${redactMongoUri(messageOf(restart.error))}`;

@@ -28,9 +28,11 @@ import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
  * index `deliveries_open_line` (created like every index: deliveries written before schema 8 have no
  * `orderingKey` nor `sequence`, which put them first in their endpoint's default line); 12: the
  * endpoint change log, the `endpoint_changes` collection numbered by the `meta` counter
- * `endpoint_change_counter` (created like every collection: no document to change).
+ * `endpoint_change_counter` (created like every collection: no document to change); 13: a node's
+ * `inFlight` and `clockOffsetMs`, written by its heartbeats (a document written before has neither
+ * and reads 0 until its node's next heartbeat: no document to change).
  */
-export const SCHEMA_VERSION = 12;
+export const SCHEMA_VERSION = 13;
 
 export const Collections = {
   META: 'meta',
@@ -274,6 +276,9 @@ export interface NodeDoc {
   _id: string;
   startedAt: number;
   seenAt: number;
+  /** Missing in documents written before version 13 (read as 0, so no migration). */
+  inFlight?: number;
+  clockOffsetMs?: number;
 }
 
 /** The names of the two TTL indexes, whose `expireAfterSeconds` follows the retention setting. */

@@ -5,8 +5,8 @@
  * slot (READ COMMITTED re-evaluates an upsert's WHERE after waiting for the
  * other's row lock): at most one of them gets it, with the next epoch.
  */
-import type { LeaseRequest, NodeRecord, SlotLease } from '../port.ts';
-import { leaseFromRow, type LeaseRow } from '../sql-rows.ts';
+import type { LeaseRequest, NodeHeartbeat, NodeRecord, SlotLease } from '../port.ts';
+import { leaseFromRow, nodeFromRow, type LeaseRow, type NodeRow } from '../sql-rows.ts';
 import { named, type Sql, type Statement } from './sql.ts';
 
 export class LeaseQueries {
@@ -29,8 +29,11 @@ export class LeaseQueries {
       WHERE l.owner IS NULL OR l.until <= $4 OR l.owner = excluded.owner
       RETURNING l.slot, l.owner, l.until, l.epoch`);
     this.#heartbeat = named(s, 'nodes_heartbeat', `
-      INSERT INTO ${s}.nodes AS n (id, started_at, seen_at) VALUES ($1, $2, $3)
-      ON CONFLICT (id) DO UPDATE SET seen_at = GREATEST(n.seen_at, excluded.seen_at)`);
+      INSERT INTO ${s}.nodes AS n (id, started_at, seen_at, in_flight, clock_offset_ms) VALUES ($1, $2, $3, $4, $5)
+      ON CONFLICT (id) DO UPDATE SET
+        seen_at = GREATEST(n.seen_at, excluded.seen_at),
+        in_flight = excluded.in_flight,
+        clock_offset_ms = excluded.clock_offset_ms`);
   }
 
   async acquire(sql: Sql, request: LeaseRequest): Promise<SlotLease[]> {
@@ -51,14 +54,23 @@ export class LeaseQueries {
       `SELECT slot, owner, until, epoch FROM ${this.#s}.leases WHERE owner IS NOT NULL ORDER BY slot`)).map(leaseFromRow);
   }
 
-  async heartbeat(sql: Sql, node: { readonly id: string; readonly startedAt: number; readonly now: number }): Promise<void> {
-    await sql.query(this.#heartbeat, [node.id, node.startedAt, node.now]);
+  /**
+   * The server's wall clock now: `clock_timestamp()`, which moves during a statement, unlike
+   * `now()` (the transaction's start). float8 keeps its microseconds as a fraction of a ms.
+   */
+  async serverTime(sql: Sql): Promise<number> {
+    const [row] = await sql.query<{ ms: number }>(`SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms`);
+    return Number(row?.ms);
+  }
+
+  async heartbeat(sql: Sql, node: NodeHeartbeat): Promise<void> {
+    await sql.query(this.#heartbeat, [node.id, node.startedAt, node.now, node.inFlight, Math.round(node.clockOffsetMs)]);
   }
 
   async listNodes(sql: Sql, seenSince: number): Promise<NodeRecord[]> {
-    const rows = await sql.query<{ id: string; started_at: number; seen_at: number }>(
-      `SELECT id, started_at, seen_at FROM ${this.#s}.nodes WHERE seen_at >= $1 ORDER BY id`, [seenSince]);
-    return rows.map((row) => ({ id: row.id, startedAt: row.started_at, seenAt: row.seen_at }));
+    const rows = await sql.query<NodeRow>(
+      `SELECT id, started_at, seen_at, in_flight, clock_offset_ms FROM ${this.#s}.nodes WHERE seen_at >= $1 ORDER BY id`, [seenSince]);
+    return rows.map(nodeFromRow);
   }
 
   async removeNode(sql: Sql, id: string): Promise<void> {

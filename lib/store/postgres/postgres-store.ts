@@ -42,6 +42,7 @@ import type {
   FanOut,
   FanOutClaim,
   LeaseRequest,
+  NodeHeartbeat,
   NodeRecord,
   PurgeResult,
   SettleResult,
@@ -342,7 +343,11 @@ export class PostgresStore implements Store {
 
   // Membership
 
-  async heartbeat(node: { readonly id: string; readonly startedAt: number; readonly now: number }): Promise<void> {
+  async serverTime(): Promise<number | undefined> {
+    return this.#run('serverTime', (sql) => this.#leases.serverTime(sql));
+  }
+
+  async heartbeat(node: NodeHeartbeat): Promise<void> {
     return this.#run('heartbeat', (sql) => this.#leases.heartbeat(sql, node));
   }
 

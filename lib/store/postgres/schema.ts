@@ -372,6 +372,15 @@ CREATE TABLE IF NOT EXISTS ${s}.endpoint_change_counter (
 INSERT INTO ${s}.endpoint_change_counter (only_row, version) VALUES (true, 0) ON CONFLICT DO NOTHING;
 `,
   },
+  {
+    version: 15,
+    what: "each node's requests in flight and clock offset, as its heartbeat says (for the status of every live node)",
+    // Rows written before this version read 0 for both until their node's next heartbeat.
+    sql: (s) => `
+ALTER TABLE ${s}.nodes ADD COLUMN IF NOT EXISTS in_flight integer NOT NULL DEFAULT 0;
+ALTER TABLE ${s}.nodes ADD COLUMN IF NOT EXISTS clock_offset_ms bigint NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

@@ -4,8 +4,8 @@
  * caller's transaction holds means two processes never race for a slot.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import type { NodeRecord, SlotLease } from '../port.ts';
-import { leaseFromRow, type LeaseRow, type NodeRow } from '../sql-rows.ts';
+import type { NodeHeartbeat, NodeRecord, SlotLease } from '../port.ts';
+import { leaseFromRow, nodeFromRow, type LeaseRow, type NodeRow } from '../sql-rows.ts';
 import type { Statement } from './sql.ts';
 
 export class LeaseStatements {
@@ -31,9 +31,14 @@ export class LeaseStatements {
       WHERE owner = @owner AND slot IN (SELECT value FROM json_each(@slots))`);
     this.#list = db.prepare<unknown[], LeaseRow>(`SELECT slot, owner, until, epoch FROM leases WHERE owner IS NOT NULL ORDER BY slot`);
     this.#owned = db.prepare<unknown[], { epoch: number }>(`SELECT epoch FROM leases WHERE slot = @slot AND owner = @owner AND until > @now`);
-    this.#heartbeat = db.prepare(`INSERT INTO nodes (id, started_at, seen_at) VALUES (@id, @startedAt, @now)
-      ON CONFLICT (id) DO UPDATE SET seen_at = MAX(nodes.seen_at, excluded.seen_at)`);
-    this.#listNodes = db.prepare<unknown[], NodeRow>(`SELECT id, started_at, seen_at FROM nodes WHERE seen_at >= ? ORDER BY id`);
+    this.#heartbeat = db.prepare(`INSERT INTO nodes (id, started_at, seen_at, in_flight, clock_offset_ms)
+      VALUES (@id, @startedAt, @now, @inFlight, @clockOffsetMs)
+      ON CONFLICT (id) DO UPDATE SET
+        seen_at = MAX(nodes.seen_at, excluded.seen_at),
+        in_flight = excluded.in_flight,
+        clock_offset_ms = excluded.clock_offset_ms`);
+    this.#listNodes = db.prepare<unknown[], NodeRow>(
+      `SELECT id, started_at, seen_at, in_flight, clock_offset_ms FROM nodes WHERE seen_at >= ? ORDER BY id`);
     this.#removeNode = db.prepare(`DELETE FROM nodes WHERE id = ?`);
   }
 
@@ -61,12 +66,13 @@ export class LeaseStatements {
     return this.#owned.get({ slot, owner, now })?.epoch;
   }
 
-  heartbeat(node: { readonly id: string; readonly startedAt: number; readonly now: number }): void {
-    this.#heartbeat.run({ id: node.id, startedAt: node.startedAt, now: node.now });
+  heartbeat(node: NodeHeartbeat): void {
+    const { id, startedAt, now, inFlight } = node;
+    this.#heartbeat.run({ id, startedAt, now, inFlight, clockOffsetMs: Math.round(node.clockOffsetMs) });
   }
 
   listNodes(seenSince: number): NodeRecord[] {
-    return this.#listNodes.all(seenSince).map((row) => ({ id: row.id, startedAt: row.started_at, seenAt: row.seen_at }));
+    return this.#listNodes.all(seenSince).map(nodeFromRow);
   }
 
   removeNode(id: string): void {

@@ -215,6 +215,15 @@ CREATE TABLE IF NOT EXISTS endpoint_changes (
 );
 `,
   },
+  {
+    version: 14,
+    what: "each node's requests in flight and clock offset, as its heartbeat says (for the status of every live node)",
+    // Rows written before this version read 0 for both until their node's next heartbeat.
+    sql: `
+ALTER TABLE nodes ADD COLUMN in_flight INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE nodes ADD COLUMN clock_offset_ms INTEGER NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */

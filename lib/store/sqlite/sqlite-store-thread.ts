@@ -34,6 +34,7 @@ import type {
   FanOut,
   FanOutClaim,
   LeaseRequest,
+  NodeHeartbeat,
   NodeRecord,
   PurgeResult,
   SettleResult,
@@ -150,7 +151,10 @@ export class SqliteStoreThread implements Store {
   getEvent(id: string): Promise<OutboxEvent | undefined> {
     return this.#call('getEvent', [id]);
   }
-  heartbeat(node: { readonly id: string; readonly startedAt: number; readonly now: number }): Promise<void> {
+  serverTime(): Promise<number | undefined> {
+    return this.#call('serverTime', []);
+  }
+  heartbeat(node: NodeHeartbeat): Promise<void> {
     return this.#call('heartbeat', [node]);
   }
   listNodes(seenSince: number): Promise<NodeRecord[]> {

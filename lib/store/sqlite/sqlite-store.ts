@@ -48,6 +48,7 @@ import type {
   FanOut,
   FanOutClaim,
   LeaseRequest,
+  NodeHeartbeat,
   NodeRecord,
   PurgeResult,
   SettleResult,
@@ -377,7 +378,12 @@ export class SqliteStore implements Store {
 
   // Membership
 
-  async heartbeat(node: { readonly id: string; readonly startedAt: number; readonly now: number }): Promise<void> {
+  /** None of its own: one SQLite file is on one host, whose clock every node on it reads. */
+  async serverTime(): Promise<number | undefined> {
+    return undefined;
+  }
+
+  async heartbeat(node: NodeHeartbeat): Promise<void> {
     return this.#run('heartbeat', ({ leases }) => leases.heartbeat(node), 'urgent');
   }
 

@@ -117,6 +117,10 @@ describe('MongoDB documents', () => {
 
   it('maps leases and nodes', () => {
     expect(leaseFromDoc({ _id: 4, owner: 'a', until: NOW, epoch: 2 })).to.deep.equal({ slot: 4, owner: 'a', until: NOW, epoch: 2 });
-    expect(nodeFromDoc({ _id: 'n', startedAt: 1, seenAt: 2 })).to.deep.equal({ id: 'n', startedAt: 1, seenAt: 2 });
+    expect(nodeFromDoc({ _id: 'n', startedAt: 1, seenAt: 2, inFlight: 4, clockOffsetMs: -30_000 })).to.deep.equal({
+      id: 'n', startedAt: 1, seenAt: 2, inFlight: 4, clockOffsetMs: -30_000,
+    });
+    // Written before schema 13: no figures, read as 0.
+    expect(nodeFromDoc({ _id: 'n', startedAt: 1, seenAt: 2 })).to.deep.equal({ id: 'n', startedAt: 1, seenAt: 2, inFlight: 0, clockOffsetMs: 0 });
   });
 });
