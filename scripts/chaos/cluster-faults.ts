@@ -9,10 +9,13 @@
  *              without closing (a partition, not a refusal) for 15 s: A keeps answering
  *              /healthz, says 503 on /readyz, B covers A's slots, nothing at-least-once is lost,
  *              nothing at-most-once is sent twice, and A is ready again soon after the heal
+ *   skew       node A's clock 30 s ahead, then 30 s behind (libfaketime): the slots stay shared,
+ *              A reports its offset, nothing at-least-once is lost, nothing at-most-once twice
  *
  * Both skip, saying why, when no PostgreSQL server can be started here.
  */
 import { once } from 'node:events';
+import { existsSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import type { ConfigOverrides } from '../../lib/config/config.ts';
@@ -42,10 +45,13 @@ async function database(ctx: CaseContext, name: string): Promise<string | undefi
   }
 }
 
-/** Two nodes of one cluster on `store` (A's own store setting may differ: a proxy), both ready and sharing the slots. */
-async function twoNodes(ctx: CaseContext, storeA: string, storeB: string): Promise<[HeraldNode, HeraldNode]> {
+/**
+ * Two nodes of one cluster on `store` (A's own store setting may differ: a proxy; A may run with
+ * more environment), both ready and sharing the slots.
+ */
+async function twoNodes(ctx: CaseContext, storeA: string, storeB: string, envA: Readonly<Record<string, string>> = {}): Promise<[HeraldNode, HeraldNode]> {
   const config = (store: string): ConfigOverrides => ({ store, engine: ENGINE, secrets: { key: SECRET_KEY } });
-  const a = await heraldNode({ dbPath: '', dir: ctx.tempDir(), allowNetworks: LOOPBACK, config: config(storeA), label: 'a' });
+  const a = await heraldNode({ dbPath: '', dir: ctx.tempDir(), allowNetworks: LOOPBACK, config: config(storeA), label: 'a', env: envA });
   const b = await heraldNode({ dbPath: '', dir: ctx.tempDir(), allowNetworks: LOOPBACK, config: config(storeB), label: 'b' });
   await a.start(ctx);
   await b.start(ctx);
@@ -289,4 +295,63 @@ const partitionCase: ChaosCase = {
   },
 };
 
-export const CLUSTER_FAULT_CASES: readonly ChaosCase[] = [changesCase, partitionCase];
+const FAKETIME_LIBRARY = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1';
+
+const skewCase: ChaosCase = {
+  name: 'skew',
+  checks: "node A's clock 30 s ahead, then 30 s behind (libfaketime), beside node B on PostgreSQL: slots shared, A's offset reported, every event at every at-least-once endpoint, no at-most-once sent twice",
+  limitMs: 150_000,
+  async run(ctx) {
+    if (!existsSync(FAKETIME_LIBRARY)) {
+      ctx.skipped = `${FAKETIME_LIBRARY} is missing: apt-get install -y libfaketime`;
+      return;
+    }
+    const store = await database(ctx, 'chaos_skew');
+    if (store === undefined) return;
+    const sink = await recordingServer(ctx);
+    for (const skew of ['+30s', '-30s'] as const) {
+      const env = { LD_PRELOAD: FAKETIME_LIBRARY, FAKETIME: skew, FAKETIME_DONT_FAKE_MONOTONIC: '1' };
+      const [a, b] = await twoNodes(ctx, store, store, env);
+      if (skew === '+30s') {
+        for (let e = 0; e < 10; e++) await b.createEndpoint({ tenantId: 'acme', url: `${sink.url}/least/${e}`, retry: { schedule: ['PT0.5S', 'PT1S', 'PT2S', 'PT4S'] } });
+        for (let e = 0; e < 2; e++) await b.createEndpoint({ tenantId: 'acme', url: `${sink.url}/most/${e}`, mode: 'at-most-once' });
+      }
+      const stop = steadyTraffic(ctx, b, 'acme', 50);
+      // Ten heartbeats of the two nodes side by side: the shares must hold, not only be reached once.
+      const splits: string[] = [];
+      let offset: number | undefined;
+      for (let look = 0; look < 10; look++) {
+        await ctx.sleep(ENGINE.renewIntervalMs);
+        const [sa, sb] = [await a.status(), await b.status()];
+        splits.push(`${sa?.slotsOwned ?? '?'}+${sb?.slotsOwned ?? '?'}`);
+        offset = sa?.clockOffsetMs ?? offset;
+      }
+      const published = await stop();
+      const received = new Set(sink.received.map((r) => `${r.path} ${String(r.headers['webhook-id'])}`));
+      const deadline = performance.now() + 30_000;
+      let missing = Infinity;
+      while (performance.now() < deadline) {
+        ctx.alive();
+        for (const r of sink.received) received.add(`${r.path} ${String(r.headers['webhook-id'])}`);
+        missing = 0;
+        for (let e = 0; e < 10; e++) for (const id of published) if (!received.has(`/least/${e} ${id}`)) missing += 1;
+        if (missing === 0) break;
+        await sleep(250);
+      }
+      const shared = splits.every((split) => split.split('+').every((n) => Number(n) > 0));
+      const expected = skew === '+30s' ? -30_000 : 30_000;
+      ctx.figure(`${skew}: slots A+B at each look`, splits.join(' '));
+      ctx.figure(`${skew}: A's offset`, offset);
+      ctx.check(`${skew}: both nodes held slots at every look`, shared, splits.join(' '));
+      ctx.check(`${skew}: A measured its offset (≈ ${expected} ms, within 2 s)`, offset !== undefined && Math.abs(offset - expected) <= 2_000, String(offset));
+      ctx.check(`${skew}: every event reached every at-least-once endpoint`, missing === 0, `${missing} (event, endpoint) pairs missing of ${published.length * 10}`);
+      await a.kill('SIGTERM');
+      await b.kill('SIGTERM');
+    }
+    const mostOnce = sink.received.filter((r) => r.path.startsWith('/most/'));
+    const twice = mostOnce.length - new Set(mostOnce.map((r) => `${r.path} ${String(r.headers['webhook-id'])}`)).size;
+    ctx.check('no at-most-once delivery was sent twice', twice === 0, `${twice} of ${mostOnce.length}`);
+  },
+};
+
+export const CLUSTER_FAULT_CASES: readonly ChaosCase[] = [changesCase, partitionCase, skewCase];

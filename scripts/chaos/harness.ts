@@ -278,6 +278,8 @@ export interface HeraldNodeOptions {
   /** Engine, delivery, breaker … keys merged into the config file. */
   readonly config?: ConfigOverrides;
   readonly label?: string;
+  /** More environment for the process (e.g. libfaketime's), on top of the caller's without `HERALD_*`. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** A `herald start` process and a client for its admin API. */
@@ -329,7 +331,7 @@ export class HeraldNode {
     mkdirSync(this.#options.dir, { recursive: true });
     const log = openSync(this.logPath, 'a');
     // No HERALD_* from the caller's environment: the config file says everything (HERALD_ALLOW_NETWORKS above all).
-    const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('HERALD_')));
+    const env = { ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('HERALD_'))), ...this.#options.env };
     this.#spawnedAt = performance.now();
     this.#child = track(
       spawn(process.execPath, ['--import', 'tsx', CLI, 'start', '--config', this.#configPath], {
@@ -482,6 +484,8 @@ export interface StatusView {
   readonly deliveries: Readonly<Record<string, number>>;
   readonly store: { readonly reachable: boolean; readonly available?: boolean; readonly latencyMs: number; readonly error: string | null };
   readonly cluster: { readonly liveNodes: readonly string[]; readonly leases: ReadonlyArray<{ slot: number; epoch: number }> };
+  /** This node's clock offset to the store's. */
+  readonly clockOffsetMs?: number;
 }
 
 export interface DeliveryView {

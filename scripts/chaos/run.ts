@@ -21,7 +21,7 @@ import { PROCESS_FAULT_CASES } from './process-faults.ts';
 import { STORE_FAULT_CASES } from './store-faults.ts';
 
 const CASES: readonly ChaosCase[] = [...STORE_FAULT_CASES, ...PROCESS_FAULT_CASES, ...HOSTILE_INPUT_CASES, ...CONSUMER_CASES, ...CLUSTER_FAULT_CASES];
-const ORDER = ['lock', 'disk', 'sigkill', 'sigstop', 'outage', 'ssrf', 'input', 'tokens', 'consumers', 'changes', 'partition'];
+const ORDER = ['lock', 'disk', 'sigkill', 'sigstop', 'outage', 'ssrf', 'input', 'tokens', 'consumers', 'changes', 'partition', 'skew'];
 const sorted = [...CASES].sort((a, b) => ORDER.indexOf(a.name) - ORDER.indexOf(b.name));
 
 const args = process.argv.slice(2);
