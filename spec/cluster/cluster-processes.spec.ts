@@ -107,7 +107,7 @@ describe('Cluster (real processes on one SQLite file)', function () {
       const fromA = (path: string): boolean => a.slots.includes(slotOfPath.get(path) ?? -1);
       for (let seen = 1; !sink.received.some((r) => fromA(r.path)); seen++) await sink.requests(seen);
 
-      await pauseOutsideAWrite((signal) => a.child.kill(signal), join(dir, 'herald.db'));
+      await pauseOutsideAWrite(a.child.pid, join(dir, 'herald.db'));
       await b.until(() => b.slots.length === SLOTS); // a's lease expired and b took every slot
       holding = false;
       for (const held of sink.held.splice(0)) held.respond(200); // b's settle; a's answers wait in its socket buffers

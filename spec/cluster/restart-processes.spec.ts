@@ -108,7 +108,7 @@ describe('Restarting a node on the same data (real processes)', function () {
       const killedId = ownerOf(killed.slots[0]);
       const killedSlots = before.filter((lease) => lease.owner === killedId).map((lease) => lease.slot);
 
-      await pauseOutsideAWrite((signal) => paused.child.kill(signal), join(dir, 'herald.db'));
+      await pauseOutsideAWrite(paused.child.pid, join(dir, 'herald.db'));
       await killed.stop('SIGKILL');
       const third = await startNodeProcess(overrides);
       nodes.push(third);
