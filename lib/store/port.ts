@@ -12,11 +12,27 @@
  *      │                     │ ├──settle(release)► pending (no attempt spent)
  *      │                     │ └──settle(dead)───► dead ──replay──► pending (new round)
  *      └── in_flight whose leaseEpoch is older than the slot's epoch is claimable again
- *          (its claimer crashed or lost the lease).
+ *          (its claimer crashed, lost the slot or released it).
  *
- * A settle is applied only while the delivery is in flight at the epoch it was
- * claimed with and that epoch is still its slot's (the slot has not changed
- * hands since); otherwise it is fenced and reported back, never written.
+ * Epochs and fencing: the rule every store implements. Other comments and the
+ * docs refer here; the conformance suite pins it.
+ *
+ * 1. A slot's epoch goes up by one each time `acquireLeases` gives the slot to
+ *    anyone but the owner recorded on it: a slot never leased is taken at
+ *    epoch 1; a released slot (no owner) or an expired lease of another owner
+ *    is taken at epoch + 1, by whoever takes it, its last owner included.
+ * 2. The recorded owner renewing keeps the epoch, whether its lease is live or
+ *    has lapsed: a lapsed lease nobody took is still recorded as its own, and
+ *    nobody else can have claimed in the slot meanwhile.
+ * 3. `releaseLeases` clears the owner and keeps the epoch (so by rule 1 the
+ *    next take increments it). Nothing else changes an epoch.
+ * 4. Only an owner whose lease is live (`until > now`) claims, and a claim
+ *    marks the delivery in flight at the slot's epoch.
+ * 5. A settle is applied only while the delivery is in flight at the epoch it
+ *    was claimed with and that epoch is still its slot's; otherwise it is
+ *    fenced and reported back, never written. Neither the settler nor the
+ *    lease's `until` is checked: by 1 to 4, while the epoch has not moved, no
+ *    one but the claimer can have claimed in the slot.
  */
 import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../dead-letters/failure-groups.ts';
 import type { OperatorTriageState, TriageOutcome } from '../dead-letters/triage.ts';
@@ -28,7 +44,7 @@ export interface SlotLease {
   readonly slot: number;
   readonly owner: string;
   readonly until: number;
-  /** Incremented each time the slot changes hands (or is retaken after expiry). */
+  /** Fences claims and settles; when it goes up: the rule in this file's header. */
   readonly epoch: number;
 }
 
@@ -366,14 +382,13 @@ export interface Store {
   // Leases
   /**
    * Takes or renews leases on `slots` for `owner` until `now + leaseMs`: a slot
-   * is taken when it is free (released), expired, or already the owner's.
-   * Taking a slot that was anyone else's, or free, increments its epoch; the
-   * owner renewing its own lease, even after it lapsed unnoticed by others,
-   * keeps the epoch (nobody else can have claimed in between). Returns the
-   * leases the owner holds among `slots` afterwards.
+   * is taken when it is free (never leased or released), its lease has expired
+   * (`until <= now`), or it is already the owner's (live or lapsed). Epochs as
+   * the header's rule says: kept on a renewal, + 1 on any other take. Returns
+   * the leases the owner holds among `slots` afterwards.
    */
   acquireLeases(request: LeaseRequest): Promise<SlotLease[]>;
-  /** Gives up the owner's leases on `slots` (they become free at once). */
+  /** Gives up the owner's leases on `slots` (they become free at once; the epoch is kept until the next take). */
   releaseLeases(owner: string, slots: readonly number[]): Promise<void>;
   listLeases(): Promise<SlotLease[]>;
 
@@ -386,7 +401,7 @@ export interface Store {
    * earliest due first. Deliveries orphaned by an older epoch are left to `claimDue`.
    */
   claimForEndpoints(request: EndpointClaimRequest): Promise<DeliveryJob[]>;
-  /** Writes settlements atomically per delivery, each conditional on its claim epoch. */
+  /** Writes settlements atomically per delivery, each fenced by its claim epoch (the header's rule 5). */
   settle(settlements: readonly Settlement[], now: number): Promise<SettleResult>;
   getDelivery(id: string): Promise<Delivery | undefined>;
   /** Newest first (ties by id, descending). */

@@ -130,7 +130,7 @@ const sigstopCase: ChaosCase = {
     }
     // Frozen outside a write transaction: one frozen inside keeps SQLite's only write lock and
     // every process waits for it (the README's cluster notes), which is not this case's question.
-    await pauseOutsideAWrite((signal) => void a.kill(signal), dbPath);
+    await pauseOutsideAWrite(a.pid, dbPath);
     const stoppedAt = performance.now();
     ctx.progress(`a stopped (pid ${a.pid}) with ${seen.length} requests arrived; b should take its slots after ${LEASE_MS} ms`);
     let takeoverMs: number | undefined;

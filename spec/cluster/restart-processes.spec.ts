@@ -102,13 +102,15 @@ describe('Restarting a node on the same data (real processes)', function () {
       const killed = await startNodeProcess(overrides);
       nodes.push(paused, killed);
       await paused.until(() => paused.slots.length + killed.slots.length === SLOTS && killed.slots.length > 0 && paused.slots.length > 0);
+      await pauseOutsideAWrite(paused.child.pid, join(dir, 'herald.db'));
+      // Read once the node is paused: it renews every 200 ms, and a renewal moves `until`, which the
+      // comparison with `after` below would take for a lease it lost.
       const before = await leasesInStore();
       const ownerOf = (slot: number | undefined): string => before.find((lease) => lease.slot === slot)?.owner ?? '';
       const pausedId = ownerOf(paused.slots[0]);
       const killedId = ownerOf(killed.slots[0]);
       const killedSlots = before.filter((lease) => lease.owner === killedId).map((lease) => lease.slot);
 
-      await pauseOutsideAWrite((signal) => paused.child.kill(signal), join(dir, 'herald.db'));
       await killed.stop('SIGKILL');
       const third = await startNodeProcess(overrides);
       nodes.push(third);

@@ -865,6 +865,17 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
             { slot: 0, owner: 'node-a', until: clock.now() + LEASE_MS, epoch: 1 },
           ]);
         });
+
+        it('gives it back to its earlier owner only after the taker\'s lease ends, at the epoch after the taker\'s', async () => {
+          await lease('node-a', [0]);
+          clock.advance(LEASE_MS);
+          await lease('node-b', [0]);
+          expect(await lease('node-a', [0]), 'no renewal of a lease someone else took').to.deep.equal([]);
+          clock.advance(LEASE_MS);
+          expect(await lease('node-a', [0])).to.deep.equal([
+            { slot: 0, owner: 'node-a', until: clock.now() + LEASE_MS, epoch: 3 },
+          ]);
+        });
       });
 
       context('when released', () => {
@@ -874,6 +885,14 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           expect((await store.listLeases()).map((l) => l.slot)).to.deep.equal([1]);
           expect(await lease('node-b', [0])).to.deep.equal([
             { slot: 0, owner: 'node-b', until: clock.now() + LEASE_MS, epoch: 2 },
+          ]);
+        });
+
+        it('gives the next epoch to its last owner too when it takes the slot again', async () => {
+          await lease('node-a', [0]);
+          await store.releaseLeases('node-a', [0]);
+          expect(await lease('node-a', [0])).to.deep.equal([
+            { slot: 0, owner: 'node-a', until: clock.now() + LEASE_MS, epoch: 2 },
           ]);
         });
 
@@ -1267,6 +1286,36 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
             clock.now(),
           );
           expect(result.applied).to.deep.equal([delivery.id]);
+        });
+      });
+
+      context('when the claimer\'s lease lapsed and nobody took the slot', () => {
+        it('still applies its settlement: the claim\'s epoch is still the slot\'s', async () => {
+          await addEndpoint('ep_1');
+          const { delivery } = await claimedDelivery('ep_1');
+          clock.advance(LEASE_MS + SECOND);
+          const result = await store.settle(
+            [{ kind: 'delivered', deliveryId: delivery.id, epoch: delivery.leaseEpoch, attempt: attempt(clock.now(), OK, null) }],
+            clock.now(),
+          );
+          expect(result).to.deep.equal({ applied: [delivery.id], fenced: [] });
+        });
+      });
+
+      context('when the claimer released the slot and took it again', () => {
+        it('fences the claim of the earlier epoch, which a claim at the new epoch takes again', async () => {
+          await addEndpoint('ep_1');
+          const { delivery } = await claimedDelivery('ep_1');
+          await store.releaseLeases('node-a', [delivery.slot]);
+          expect((await lease('node-a', [delivery.slot]))[0]?.epoch).to.equal(delivery.leaseEpoch + 1);
+          const stale = await store.settle(
+            [{ kind: 'delivered', deliveryId: delivery.id, epoch: delivery.leaseEpoch, attempt: attempt(clock.now(), OK, null) }],
+            clock.now(),
+          );
+          expect(stale).to.deep.equal({ applied: [], fenced: [delivery.id] });
+          expect(await store.listAttempts(delivery.id)).to.deep.equal([]);
+          const jobs = await claim();
+          expect(jobs.map((j) => [j.delivery.id, j.delivery.leaseEpoch])).to.deep.equal([[delivery.id, delivery.leaseEpoch + 1]]);
         });
       });
 

@@ -1,6 +1,7 @@
 /**
  * A Herald node in a child process (spec/fixtures/herald-node.ts), with what it
- * reports on stdout: readiness, the slots it owns after each renewal, attempts.
+ * reports on stdout: readiness, the slots it owns after each renewal (and their
+ * epochs), attempts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -10,8 +11,12 @@ export interface NodeProcess {
   readonly child: ChildProcess;
   /** The slots it reported owning last. */
   slots: readonly number[];
+  /** The same leases' epochs, by slot. */
+  epochs: ReadonlyMap<number, number>;
   /** Event ids of attempts whose settle was refused (fenced): the lease had moved on. */
   readonly fenced: Set<string>;
+  /** Event ids of attempts it settled as delivered (applied). */
+  readonly delivered: Set<string>;
   readonly exited: Promise<number | null>;
   /** Resolves the next time its output satisfies `test` (checked now, then on every line). */
   until(test: () => boolean): Promise<void>;
@@ -44,7 +49,9 @@ export async function startNodeProcess(overrides: ConfigOverrides): Promise<Node
   const node: NodeProcess = {
     child,
     slots: [],
+    epochs: new Map(),
     fenced: new Set(),
+    delivered: new Set(),
     exited,
     until(test) {
       if (test()) return Promise.resolve();
@@ -61,10 +68,13 @@ export async function startNodeProcess(overrides: ConfigOverrides): Promise<Node
     buffered = lines.pop() ?? '';
     for (const line of lines) {
       if (line.startsWith('ready ')) ready = true;
-      if (line.startsWith('attempt ') && line.endsWith(' fenced')) node.fenced.add(line.split(' ')[1] ?? '');
-      if (line.startsWith('slots ')) {
-        const list = line.split(' ')[2] ?? '';
-        node.slots = list === '' ? [] : list.split(',').map(Number);
+      const [kind, id = '', settled, outcome] = line.split(' ');
+      if (kind === 'attempt' && outcome === 'fenced') node.fenced.add(id);
+      if (kind === 'attempt' && settled === 'delivered' && outcome === 'applied') node.delivered.add(id);
+      if (kind === 'slots') {
+        const [slots, epochs] = line.split(' ').slice(2).map((list) => (list === '' ? [] : list.split(',').map(Number)));
+        node.slots = slots ?? [];
+        node.epochs = new Map(node.slots.map((slot, i) => [slot, epochs?.[i] ?? 0]));
       }
     }
     recheck();

@@ -22,10 +22,12 @@ import type { LeaseDoc } from './schema.ts';
 
 /**
  * Three steps, none needing a transaction: read the slots' leases; renew the
- * owner's own (live or lapsed, epoch kept) in one update; take the free or
- * expired ones of others in one unordered bulk of conditional upserts
- * (epoch + 1). An upsert that loses a race fails on the duplicate `_id` and
- * means "not taken". Then read back what the owner holds.
+ * owner's own (live or lapsed, epoch kept) in one update; take the free ones
+ * (never leased, or released by anyone, the owner included) and the expired
+ * ones of others in one unordered bulk of conditional upserts (epoch + 1).
+ * Those are the epochs of the rule in `../port.ts`. An upsert that loses a
+ * race fails on the duplicate `_id` and means "not taken". Then read back what
+ * the owner holds.
  */
 export async function acquireLeases(
   { leases }: StoreDb,

@@ -54,9 +54,9 @@ export function renewLeasesUpdate(until: number): UpdateFilter<LeaseDoc> {
 }
 
 /**
- * Step 2, per slot: take it when free (released) or expired and someone
- * else's, incrementing the epoch; a slot never leased is inserted at epoch 1
- * (`$inc` on a missing field). When the slot is live and someone else's (or
+ * Step 2, per slot: take it when free (released, whoever had it) or expired
+ * and someone else's, incrementing the epoch (the rule in `../port.ts`); a
+ * slot never leased is inserted at epoch 1 (`$inc` on a missing field). When the slot is live and someone else's (or
  * already the owner's), the filter matches nothing and the upsert fails with a
  * duplicate `_id`, which means "not taken".
  */
@@ -257,7 +257,7 @@ export function settleFilter(settlement: Settlement): Filter<DeliveryDoc> {
   return { _id: settlement.deliveryId, status: 'in_flight', leaseEpoch: settlement.epoch };
 }
 
-/** The whole fence, on documents read inside the settle's transaction. */
+/** The whole fence (`../port.ts`, rule 5), on documents read inside the settle's transaction. */
 export function isCurrentClaim(
   delivery: Pick<DeliveryDoc, 'status' | 'leaseEpoch' | 'slot'> | undefined,
   lease: Pick<LeaseDoc, '_id' | 'epoch'> | undefined,

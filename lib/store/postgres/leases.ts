@@ -4,6 +4,8 @@
  * checked again on the row's newest version when two processes race for a
  * slot (READ COMMITTED re-evaluates an upsert's WHERE after waiting for the
  * other's row lock): at most one of them gets it, with the next epoch.
+ * Epochs follow the rule in `../port.ts`: the upsert's `CASE` keeps the epoch
+ * for the owner recorded on the row and increments it for any other taker.
  */
 import type { LeaseRequest, NodeHeartbeat, NodeRecord, SlotLease } from '../port.ts';
 import { leaseFromRow, nodeFromRow, type LeaseRow, type NodeRow } from '../sql-rows.ts';

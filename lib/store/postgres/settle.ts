@@ -2,7 +2,8 @@
  * Settling attempts in PostgreSQL: a batch of settlements is one statement
  * (one round trip, atomic on its own). Each delivery is written only while
  * it is in flight at the epoch it was claimed with and that epoch is still
- * its slot's; the others are fenced and reported back. Its attempt, its
+ * its slot's (the fence of `../port.ts`, rule 5); the others are fenced and
+ * reported back. Its attempt, its
  * endpoint's failing-since mark and its dead letter are written by the same
  * statement.
  *

@@ -2,6 +2,8 @@
  * Slot leases and cluster membership in SQLite. A lease row is taken,
  * renewed or left as it is by one upsert per slot; the write lock the
  * caller's transaction holds means two processes never race for a slot.
+ * Epochs follow the rule in `../port.ts`: the upsert's `CASE` keeps the epoch
+ * for the owner recorded on the row and increments it for any other taker.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import type { NodeHeartbeat, NodeRecord, SlotLease } from '../port.ts';

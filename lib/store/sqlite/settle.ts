@@ -23,9 +23,9 @@ interface SettledRow {
   event_type: string;
 }
 
-// A delivery is settled only while in flight at the epoch it was claimed with, and only
-// while that epoch is still the slot's: once another owner has taken the slot, the old
-// claimer's writes are refused even before the new owner reclaims the delivery.
+// The fence of `../port.ts` (rule 5): in flight at the epoch it was claimed with, and that
+// epoch still the slot's. Once anyone has taken the slot since (its claimer too, after a
+// release), the old claim's writes are refused even before the new epoch reclaims it.
 const FENCE = `id = @id AND status = 'in_flight' AND lease_epoch = @epoch
   AND lease_epoch = (SELECT epoch FROM leases WHERE leases.slot = deliveries.slot)`;
 const SETTLED = `RETURNING attempts, round, endpoint_id, event_id, tenant_id, event_type`;
