@@ -18,7 +18,8 @@
  *
  * Belief: this node owns a slot only while it holds a lease on it whose
  * `until` is in the future by its (cluster) clock. A node paused past its lease
- * therefore stops believing at once, and its late writes are fenced by epoch.
+ * therefore stops believing at once; once another node has taken its slots, its late
+ * writes are fenced by epoch (the rule in lib/store/port.ts).
  *
  *   stopped ──start()──► running ──close()──► stopped (slots released, node removed)
  */
