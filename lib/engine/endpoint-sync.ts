@@ -89,9 +89,10 @@ export class EndpointSync {
           this.#deps.onError(error);
         }
       } while (this.#again && !this.#closed);
-    })().finally(() => {
+      // In the same synchronous step as the last look at #again: cleared in a `finally`, a few
+      // microtasks later, a catch-up asked for in between would join a run that had ended.
       this.#running = undefined;
-    });
+    })();
     return this.#running;
   }
 
