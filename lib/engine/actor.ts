@@ -354,7 +354,7 @@ export class EndpointActor implements BreakerListener, WakeListener {
    * endpoint's health and breaker are left alone: the endpoint did not fail.
    */
   async #abandonTakenOver(job: DeliveryJob): Promise<void> {
-    const { clock, emit } = this.#deps;
+    const { clock } = this.#deps;
     const endpoint = this.#endpoint;
     const now = clock.now();
     const outcome: Outcome = {
@@ -372,23 +372,32 @@ export class EndpointActor implements BreakerListener, WakeListener {
       deadLetterId: newId('dl'),
       reason,
     };
+    if (await this.#settleAndTell(job, endpoint, settlement, `dead: ${reason}`)) this.#tellExhausted(job, endpoint, now, reason);
+  }
+
+  /** Writes an attempt's settlement and tells the engine's listeners; whether it was applied (not fenced). */
+  async #settleAndTell(job: DeliveryJob, endpoint: Endpoint, settlement: Exclude<Settlement, { kind: 'release' }>, summary: string): Promise<boolean> {
+    const { attempt } = settlement;
     const applied = await this.#deps.settle(settlement, this);
-    emit('attempt', {
+    this.#deps.emit('attempt', {
       endpointId: endpoint.id,
       tenantId: endpoint.tenantId,
       eventId: job.event.id,
       eventCreatedAt: job.event.createdAt,
       deliveryId: job.delivery.id,
       attempt: attempt.number,
-      startedAt: now,
-      durationMs: 0,
-      outcome,
-      summary: `dead: ${reason}`,
+      startedAt: attempt.startedAt,
+      durationMs: attempt.durationMs,
+      outcome: attempt.outcome,
+      summary,
       settlement,
       applied,
     });
-    if (!applied) return;
-    emit('operational', {
+    return applied;
+  }
+
+  #tellExhausted(job: DeliveryJob, endpoint: Endpoint, now: number, reason: string): void {
+    this.#deps.emit('operational', {
       type: OperationalEventType.DELIVERY_EXHAUSTED,
       endpointId: endpoint.id,
       tenantId: endpoint.tenantId,
@@ -470,22 +479,7 @@ export class EndpointActor implements BreakerListener, WakeListener {
         summary = `dead: ${next.reason}`;
         break;
     }
-    const applied = await this.#deps.settle(settlement, this);
-    emit('attempt', {
-      endpointId: endpoint.id,
-      tenantId: endpoint.tenantId,
-      eventId: job.event.id,
-      eventCreatedAt: job.event.createdAt,
-      deliveryId: job.delivery.id,
-      attempt: number,
-      startedAt,
-      durationMs: sent.durationMs,
-      outcome: sent.outcome,
-      summary,
-      settlement,
-      applied,
-    });
-    if (!applied) return;
+    if (!(await this.#settleAndTell(job, endpoint, settlement, summary))) return;
 
     if (next.kind === 'retry') {
       this.#timers.schedule(next.at);
@@ -495,16 +489,7 @@ export class EndpointActor implements BreakerListener, WakeListener {
         emit('paused', { endpointId: endpoint.id, until: next.pauseUntil });
       }
     }
-    if (next.kind === 'dead') {
-      emit('operational', {
-        type: OperationalEventType.DELIVERY_EXHAUSTED,
-        endpointId: endpoint.id,
-        tenantId: endpoint.tenantId,
-        deliveryId: job.delivery.id,
-        at: now,
-        detail: next.reason,
-      });
-    }
+    if (next.kind === 'dead') this.#tellExhausted(job, endpoint, now, next.reason);
     if (this.#deps.disableOnGone && isEndpointGone(sent.outcome)) {
       await this.#disable(DisabledReason.GONE, `${error ?? ''} Gone for delivery ${job.delivery.id}`, now, job.delivery.id);
     }
