@@ -5,14 +5,17 @@
  * slot (READ COMMITTED re-evaluates an upsert's WHERE after waiting for the
  * other's row lock): at most one of them gets it, with the next epoch.
  */
-import type { LeaseRequest, NodeRecord, SlotLease } from '../port.ts';
-import { leaseFromRow, type LeaseRow } from '../sql-rows.ts';
+import type { LeaseRequest, NodeRecord, SlotLease, SlotOpenCount, SlotWeights } from '../port.ts';
+import { leaseFromRow, SLOT_WEIGHTS_KEY, slotWeightsFromText, slotWeightsToText, type LeaseRow } from '../sql-rows.ts';
 import { named, type Sql, type Statement } from './sql.ts';
 
 export class LeaseQueries {
   readonly #s: string;
   readonly #acquire: Statement;
   readonly #heartbeat: Statement;
+  readonly #countOpen: Statement;
+  /** The statement one node runs at each heartbeat, for its plan (spec/store/postgres-plans.spec.ts). */
+  readonly statements: Readonly<Record<'countOpenBySlot', Statement>>;
 
   constructor(schema: string) {
     const s = schema;
@@ -31,6 +34,15 @@ export class LeaseQueries {
     this.#heartbeat = named(s, 'nodes_heartbeat', `
       INSERT INTO ${s}.nodes AS n (id, started_at, seen_at) VALUES ($1, $2, $3)
       ON CONFLICT (id) DO UPDATE SET seen_at = GREATEST(n.seen_at, excluded.seen_at)`);
+    // Index-only scans of deliveries_pending_claim (slot, endpoint_id, next_attempt_at, id) and
+    // deliveries_in_flight (slot, lease_epoch), both partial on their status.
+    this.#countOpen = named(s, 'slots_count_open', `
+      SELECT slot, sum(n)::int AS open FROM (
+        SELECT slot, count(*) AS n FROM ${s}.deliveries WHERE status = 'pending' AND next_attempt_at <= $1 GROUP BY slot
+        UNION ALL
+        SELECT slot, count(*) AS n FROM ${s}.deliveries WHERE status = 'in_flight' GROUP BY slot) AS open
+      GROUP BY slot ORDER BY slot`);
+    this.statements = { countOpenBySlot: this.#countOpen };
   }
 
   async acquire(sql: Sql, request: LeaseRequest): Promise<SlotLease[]> {
@@ -63,5 +75,21 @@ export class LeaseQueries {
 
   async removeNode(sql: Sql, id: string): Promise<void> {
     await sql.query(`DELETE FROM ${this.#s}.nodes WHERE id = $1`, [id]);
+  }
+
+  async countOpenBySlot(sql: Sql, now: number): Promise<SlotOpenCount[]> {
+    return sql.query<SlotOpenCount>(this.#countOpen, [now]);
+  }
+
+  async getSlotWeights(sql: Sql): Promise<SlotWeights | undefined> {
+    const rows = await sql.query<{ value: string }>(`SELECT value FROM ${this.#s}.meta WHERE key = '${SLOT_WEIGHTS_KEY}'`);
+    return rows[0] === undefined ? undefined : slotWeightsFromText(rows[0].value);
+  }
+
+  async putSlotWeights(sql: Sql, weights: SlotWeights): Promise<void> {
+    await sql.query(
+      `INSERT INTO ${this.#s}.meta (key, value) VALUES ('${SLOT_WEIGHTS_KEY}', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+      [slotWeightsToText(weights)],
+    );
   }
 }
