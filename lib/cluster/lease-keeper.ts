@@ -5,8 +5,9 @@
  *   1. records a heartbeat for this node in `nodes`;
  *   2. lists the live nodes (a heartbeat within `leaseMs`);
  *   3. computes this node's fair share of slots by bounded-load rendezvous
- *      hashing over the live nodes (lib/cluster/rendezvous.ts) — every node
- *      computes the same assignment, so no slot is fought over;
+ *      hashing over the live nodes (lib/cluster/rendezvous.ts), weighted by the
+ *      cluster's stored slot weights when given (lib/cluster/slot-weigher.ts) —
+ *      every node computes the same assignment, so no slot is fought over;
  *   4. starts draining the slots it holds but should not (their actors finish
  *      their attempts and give back their queued work); a slot is released only
  *      once drained, and its lease is renewed until then;
@@ -43,6 +44,8 @@ export interface LeaseKeeperDeps {
   /** These slots were released after draining. */
   released(slots: readonly number[]): void;
   onError(error: unknown): void;
+  /** The slot weights to assign by, given the live nodes (none: slots are shared by count). Never rejects. */
+  slotWeights?(liveNodes: readonly string[]): Promise<readonly number[]>;
 }
 
 export class LeaseKeeper {
@@ -130,7 +133,8 @@ export class LeaseKeeper {
     // Gone at the same instant its leases expire (`until <= now`), so no slot is left wanted by nobody.
     const nodes = (await store.listNodes(now - leaseMs + 1)).map((node) => node.id);
     this.#liveNodes = nodes.includes(owner) ? nodes : [...nodes, owner].sort();
-    const share = new Set(slotsFor(owner, this.#liveNodes, slotCount));
+    const weights = (await this.#deps.slotWeights?.(this.#liveNodes)) ?? [];
+    const share = new Set(slotsFor(owner, this.#liveNodes, slotCount, weights));
 
     const surplus = this.held.map((lease) => lease.slot).filter((slot) => !share.has(slot) && !this.#draining.has(slot));
     if (surplus.length > 0) this.#drain(surplus);
