@@ -60,6 +60,8 @@ export class LeaseKeeper {
   #renewing: Promise<void> | undefined;
   /** A renewal was due while one was running: run another right after, with a fresh `now`. */
   #again = false;
+  /** The last acquire write sent, settled either way: a release waits for it (see #drain). */
+  #acquiring: Promise<void> | undefined;
 
   constructor(options: LeaseKeeperOptions, deps: LeaseKeeperDeps) {
     this.#options = options;
@@ -142,7 +144,9 @@ export class LeaseKeeper {
     // Computed and written in one synchronous step, like the release in #drain, so a slot
     // being released is never taken back by a round that saw it still draining.
     const wanted = [...share, ...this.#draining].sort((a, b) => a - b);
-    const held = await store.acquireLeases({ owner, slots: wanted, now: clock.now(), leaseMs });
+    const acquiring = store.acquireLeases({ owner, slots: wanted, now: clock.now(), leaseMs });
+    this.#acquiring = acquiring.then(() => undefined, () => undefined);
+    const held = await acquiring;
     // A drain may have released some of them while the write was answered.
     this.#held = held.filter((lease) => share.has(lease.slot) || this.#draining.has(lease.slot));
     // Always: new slots, new epochs, or a lease that had lapsed (a claim made
@@ -158,11 +162,18 @@ export class LeaseKeeper {
       } catch (error) {
         this.#deps.onError(error);
       }
-      // No await between forgetting the slots and the release write (see #round).
+      // Forgotten in one synchronous step (see #round): no round from now on asks for them.
       const gone = new Set(slots);
       for (const slot of slots) this.#draining.delete(slot);
       this.#held = this.#held.filter((lease) => !gone.has(lease.slot));
+      // But the acquire of a round that saw them draining may still be on its way: a store with a
+      // pool of connections (PostgreSQL, MongoDB) can run it after a release sent later, and it
+      // would take the free slots back for this node, which no longer wants them: they would stay
+      // unowned until the lease ran out (a new node waited 3 s for its share with a 3 s lease).
+      // So the release is sent once that acquire has been answered.
+      const acquiring = this.#acquiring;
       try {
+        await acquiring;
         await this.#deps.store.releaseLeases(this.#options.owner, slots);
       } catch (error) {
         this.#deps.onError(error);

@@ -54,7 +54,12 @@ export class LeaseQueries {
   }
 
   async release(sql: Sql, owner: string, slots: readonly number[]): Promise<void> {
-    await sql.query(`UPDATE ${this.#s}.leases SET owner = NULL, until = 0 WHERE owner = $1 AND slot = ANY($2::int[])`, [owner, slots]);
+    // Rows locked in slot order, as `acquire` locks them: a plain UPDATE locks them in the order it
+    // finds them, and a release crossing another node's acquire of the same slots deadlocked (seen in
+    // the scaleout bench, once slots moved under load).
+    await sql.query(`UPDATE ${this.#s}.leases AS l SET owner = NULL, until = 0
+      FROM (SELECT slot FROM ${this.#s}.leases WHERE owner = $1 AND slot = ANY($2::int[]) ORDER BY slot FOR UPDATE) AS mine
+      WHERE l.slot = mine.slot AND l.owner = $1`, [owner, slots]);
   }
 
   /** Leases that have an owner, expired or not; released slots are left out. */
