@@ -156,10 +156,19 @@ describe('rendezvous slot assignment', () => {
       expect(reweigh({ stored, counts: drifted, nodeIds: nodes, slotCount: SLOTS })).to.equal(undefined);
     });
 
-    it('keeps them when there is too little work to be worth a move, or one node', () => {
-      const nodes = ids(3);
-      const few = [{ slot: 3, open: 50 }, { slot: 9, open: 40 }];
-      expect(reweigh({ stored: [], counts: few, nodeIds: nodes, slotCount: SLOTS })).to.equal(undefined);
+    it('keeps them when the excess is too small to be worth a move (the tail of a backlog), or one node', () => {
+      // 6 deliveries in each of the 40 slots: however unevenly counted, under 256 above a fair share.
+      const tail = counts(() => 6);
+      const work = quantiseWeights(tail, SLOTS);
+      let uneven = 0;
+      for (let trial = 0; trial < 20; trial++) {
+        const nodes = ids(3, `r${trial}_`);
+        expect(reweigh({ stored: [], counts: tail, nodeIds: nodes, slotCount: SLOTS })).to.equal(undefined);
+        if (imbalance(assignSlots(nodes, SLOTS), work, 3) <= 1.25) continue;
+        uneven += 1;
+        expect(reweigh({ stored: [], counts: tail, nodeIds: nodes, slotCount: SLOTS }, { tolerance: 0.25, minExcess: 10 })).to.not.equal(undefined);
+      }
+      expect(uneven).to.be.at.least(3);
       expect(reweigh({ stored: [], counts: counts(() => 80), nodeIds: ids(1), slotCount: SLOTS })).to.equal(undefined);
     });
 

@@ -65,6 +65,8 @@ interface RunFigures {
   readonly deliveredPerNode: number[];
   readonly slotsPerNode: number[];
   readonly duplicates: number;
+  /** Changes of a node's slot count between the first publish and the last delivery: slots that moved with the work. */
+  readonly slotChangesDuringRun: number;
   /** The last node started: from its `herald.start()` until it held its share of the slots. */
   readonly joinMs?: number;
   readonly joinHeartbeats?: number;
@@ -182,6 +184,7 @@ async function scaleRun(server: BenchPostgres, sink: Sink, endpointCount: number
     if (!done) throw new Error(`${name}: ${total()}/${events} delivered within 180 s`);
     const seconds = (Math.max(...nodes.map((n) => n.deliveredAt)) - started) / 1000;
     const duplicates = (await sink.take()).count - events;
+    const slotChangesDuringRun = nodes.reduce((sum, n) => sum + n.slotHistory.filter((h) => h.at > started).length, 0);
     const loadAfter = loadavg();
     const figures: RunFigures = {
       endpoints: endpointCount,
@@ -191,12 +194,13 @@ async function scaleRun(server: BenchPostgres, sink: Sink, endpointCount: number
       deliveredPerNode: nodes.map((n) => n.delivered),
       slotsPerNode,
       duplicates,
+      slotChangesDuringRun,
       ...(nodeCount > 1 ? { joinMs, joinHeartbeats: round(joinMs / ENGINE.renewIntervalMs, 1) } : {}),
       loadAverage: [round(loadBefore[0]!, 2), round(loadAfter[0]!, 2)],
     };
     progress(
       `${name}: ${figures.deliveredPerSec}/s in ${figures.seconds} s, delivered per node ${figures.deliveredPerNode.join('/')}, slots ${slotsPerNode.join('/')}` +
-        `${nodeCount > 1 ? `, newcomer's share after ${joinMs} ms` : ''}, duplicates ${duplicates}, load ${figures.loadAverage.join('→')}`,
+        `${nodeCount > 1 ? `, newcomer's share after ${joinMs} ms` : ''}, slot count changes during the run ${slotChangesDuringRun}, duplicates ${duplicates}, load ${figures.loadAverage.join('→')}`,
     );
     return figures;
   } finally {
