@@ -108,9 +108,11 @@ export class LeaseKeeper {
           this.#deps.onError(error);
         }
       } while (this.#again && this.#timer !== undefined);
-    })().finally(() => {
+      // In the same synchronous step as the last look at #again: cleared in a `finally`, a few
+      // microtasks later, a renewal asked for in between was coalesced into a round that had
+      // already ended, and lost (a node on a manual clock then never renewed again).
       this.#renewing = undefined;
-    });
+    })();
     return this.#renewing;
   }
 
