@@ -30,10 +30,12 @@
  * weights give, holds more than `tolerance` (10 %) above its fair share of the
  * work measured now, when that excess is worth a move (`minExcess` deliveries),
  * and when the new weights would cut it. Weights
- * are stored quantised (in units of 1/512 of the total), so noise never moves a slot.
+ * are stored quantised (in units of 1/512 of the total), and only once two
+ * heartbeats in a row call for new ones, so a noisy count does not move slots.
  *
- * Stateless apart from the last weights read (used again when a read fails, so a
- * store hiccup never reshuffles the slots).
+ * State: the last weights read (used again when a read fails, so a store hiccup
+ * never reshuffles the slots), and how many heartbeats in a row called for new
+ * weights.
  */
 import type { Clock } from '../clock.ts';
 import type { SlotOpenCount, SlotWeights, Store } from '../store/port.ts';
@@ -120,6 +122,13 @@ export interface SlotWeigherOptions {
   readonly owner: string;
   readonly slotCount: number;
   readonly policy?: ReweighPolicy;
+  /**
+   * Heartbeats in a row that must each find new weights worth storing before they are stored:
+   * the count it weighs by is small (only what is fanned out ahead of the nodes, docs/SCALING.md)
+   * and so noisy, and one noisy heartbeat must not move slots.
+   * @default 2
+   */
+  readonly confirmations?: number;
 }
 
 export interface SlotWeigherDeps {
@@ -132,6 +141,8 @@ export class SlotWeigher {
   readonly #options: SlotWeigherOptions;
   readonly #deps: SlotWeigherDeps;
   #last: readonly number[] = [];
+  /** Heartbeats in a row, up to now, whose count called for new weights. */
+  #calls = 0;
 
   constructor(options: SlotWeigherOptions, deps: SlotWeigherDeps) {
     this.#options = options;
@@ -153,7 +164,9 @@ export class SlotWeigher {
       if ([...liveNodes].sort()[0] === owner) {
         const now = clock.now();
         const next = reweigh({ stored, counts: await store.countOpenBySlot(now), nodeIds: liveNodes, slotCount }, this.#options.policy);
-        if (next !== undefined) {
+        this.#calls = next === undefined ? 0 : this.#calls + 1;
+        if (next !== undefined && this.#calls >= (this.#options.confirmations ?? 2)) {
+          this.#calls = 0;
           const record: SlotWeights = { weights: next, by: owner, at: now };
           await store.putSlotWeights(record);
           stored = next;
