@@ -15,6 +15,7 @@ import { EventEmitter } from 'node:events';
 import { systemClock, systemRandom, type Clock, type Random } from './clock.ts';
 import { ClusterClock } from './cluster/cluster-clock.ts';
 import { LeaseKeeper } from './cluster/lease-keeper.ts';
+import { SlotWeigher } from './cluster/slot-weigher.ts';
 import { LocalNodes, localNodesFolder, storeKeyOf, type ProcessProbe } from './cluster/local-nodes.ts';
 import type { HeraldConfig } from './config/config.ts';
 import { deliveryHeaders } from './delivery/delivery-headers.ts';
@@ -302,6 +303,7 @@ export class Herald {
       tenantWeights: config.delivery.tenantWeights,
     });
     const emit = this.events.emit.bind(this.events) as <K extends keyof EngineEvents>(name: K, ...args: EngineEvents[K]) => void;
+    const weigher = new SlotWeigher({ owner: this.nodeId, slotCount }, { store, clock, onError: (error) => emit('failure', { where: 'slot weights', error }) });
     this.#leases = new LeaseKeeper(
       {
         owner: this.nodeId,
@@ -322,6 +324,7 @@ export class Herald {
         drain: (slots) => this.#supervisor.drainSlots(slots),
         released: (slots) => this.#supervisor.slotsReleased(slots),
         onError: (error) => emit('failure', { where: 'lease renewal', error }),
+        slotWeights: (liveNodes) => weigher.weights(liveNodes),
       },
     );
     this.#localNodes =

@@ -7,8 +7,9 @@
  *   1. records a heartbeat for this node in `nodes`, with its requests in flight and offset;
  *   2. lists the live nodes (a heartbeat within `leaseMs`);
  *   3. computes this node's fair share of slots by bounded-load rendezvous
- *      hashing over the live nodes (lib/cluster/rendezvous.ts) — every node
- *      computes the same assignment, so no slot is fought over;
+ *      hashing over the live nodes (lib/cluster/rendezvous.ts), weighted by the
+ *      cluster's stored slot weights when given (lib/cluster/slot-weigher.ts) —
+ *      every node computes the same assignment, so no slot is fought over;
  *   4. starts draining the slots it holds but should not (their actors finish
  *      their attempts and give back their queued work); a slot is released only
  *      once drained, and its lease is renewed until then;
@@ -61,6 +62,8 @@ export interface LeaseKeeperDeps {
   /** These slots were released after draining. */
   released(slots: readonly number[]): void;
   onError(error: unknown): void;
+  /** The slot weights to assign by, given the live nodes (none: slots are shared by count). Never rejects. */
+  slotWeights?(liveNodes: readonly string[]): Promise<readonly number[]>;
 }
 
 export class LeaseKeeper {
@@ -76,6 +79,8 @@ export class LeaseKeeper {
   #renewing: Promise<void> | undefined;
   /** A renewal was due while one was running: run another right after, with a fresh `now`. */
   #again = false;
+  /** The last acquire write sent, settled either way: a release waits for it (see #drain). */
+  #acquiring: Promise<void> | undefined;
 
   constructor(options: LeaseKeeperOptions, deps: LeaseKeeperDeps) {
     this.#options = options;
@@ -121,9 +126,11 @@ export class LeaseKeeper {
           this.#deps.onError(error);
         }
       } while (this.#again && this.#timer !== undefined);
-    })().finally(() => {
+      // In the same synchronous step as the last look at #again: cleared in a `finally`, a few
+      // microtasks later, a renewal asked for in between was coalesced into a round that had
+      // already ended, and lost (a node on a manual clock then never renewed again).
       this.#renewing = undefined;
-    });
+    })();
     return this.#renewing;
   }
 
@@ -155,7 +162,8 @@ export class LeaseKeeper {
     // Gone at the same instant its leases expire (`until <= now`), so no slot is left wanted by nobody.
     const nodes = (await store.listNodes(now - leaseMs + 1)).map((node) => node.id);
     this.#liveNodes = nodes.includes(owner) ? nodes : [...nodes, owner].sort();
-    const share = new Set(slotsFor(owner, this.#liveNodes, slotCount));
+    const weights = (await this.#deps.slotWeights?.(this.#liveNodes)) ?? [];
+    const share = new Set(slotsFor(owner, this.#liveNodes, slotCount, weights));
 
     const surplus = this.held.map((lease) => lease.slot).filter((slot) => !share.has(slot) && !this.#draining.has(slot));
     if (surplus.length > 0) this.#drain(surplus);
@@ -163,7 +171,9 @@ export class LeaseKeeper {
     // Computed and written in one synchronous step, like the release in #drain, so a slot
     // being released is never taken back by a round that saw it still draining.
     const wanted = [...share, ...this.#draining].sort((a, b) => a - b);
-    const held = await store.acquireLeases({ owner, slots: wanted, now: clock.now(), leaseMs });
+    const acquiring = store.acquireLeases({ owner, slots: wanted, now: clock.now(), leaseMs });
+    this.#acquiring = acquiring.then(() => undefined, () => undefined);
+    const held = await acquiring;
     // A drain may have released some of them while the write was answered.
     this.#held = held.filter((lease) => share.has(lease.slot) || this.#draining.has(lease.slot));
     // Always: new slots, new epochs, or a lease that had lapsed (a claim made
@@ -179,11 +189,18 @@ export class LeaseKeeper {
       } catch (error) {
         this.#deps.onError(error);
       }
-      // No await between forgetting the slots and the release write (see #round).
+      // Forgotten in one synchronous step (see #round): no round from now on asks for them.
       const gone = new Set(slots);
       for (const slot of slots) this.#draining.delete(slot);
       this.#held = this.#held.filter((lease) => !gone.has(lease.slot));
+      // But the acquire of a round that saw them draining may still be on its way: a store with a
+      // pool of connections (PostgreSQL, MongoDB) can run it after a release sent later, and it
+      // would take the free slots back for this node, which no longer wants them: they would stay
+      // unowned until the lease ran out (a new node waited 3 s for its share with a 3 s lease).
+      // So the release is sent once that acquire has been answered.
+      const acquiring = this.#acquiring;
       try {
+        await acquiring;
         await this.#deps.store.releaseLeases(this.#options.owner, slots);
       } catch (error) {
         this.#deps.onError(error);

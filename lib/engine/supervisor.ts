@@ -95,6 +95,8 @@ export class Supervisor {
   readonly #deps: SupervisorDeps;
   readonly #actors = new Map<string, EndpointActor>();
   readonly #draining = new Set<number>();
+  /** Per slot, how many drains have begun: a dispatch that awaited sees whether one began meanwhile. */
+  readonly #drainsBegun = new Map<number, number>();
   /** Settles waiting to be retried after a store failure: woken at the next pump. */
   readonly #nextPump: Array<() => void> = [];
   #unwatch: (() => void) | undefined;
@@ -231,7 +233,10 @@ export class Supervisor {
 
   /** Stops work in these slots; resolves once their actors have closed (attempts settled, queued work given back). */
   async drainSlots(slots: readonly number[]): Promise<void> {
-    for (const slot of slots) this.#draining.add(slot);
+    for (const slot of slots) {
+      this.#draining.add(slot);
+      this.#drainsBegun.set(slot, (this.#drainsBegun.get(slot) ?? 0) + 1);
+    }
     await this.#closeActorsIn((slot) => this.#draining.has(slot));
   }
 
@@ -528,21 +533,29 @@ export class Supervisor {
   }
 
   async #dispatch(job: DeliveryJob): Promise<void> {
-    if (this.#draining.has(job.delivery.slot)) {
-      // Claimed in the instant before the drain began: give it back for the slot's next owner.
-      const { delivery } = job;
-      await this.#deps.store.settle(
-        [{ kind: 'release', deliveryId: delivery.id, epoch: delivery.leaseEpoch, nextAttemptAt: this.#deps.clock.now() }],
-        this.#deps.clock.now(),
-      );
-      return;
-    }
+    const { slot } = job.delivery;
+    if (this.#draining.has(slot)) return this.#giveBack(job);
+    const drains = this.#drainsBegun.get(slot);
     const actor = await this.#actorFor(job.delivery.endpointId);
     if (actor === undefined) {
       // Deleted between claim and dispatch: its deliveries are cancelled by the store.
       return;
     }
+    // Checked again: making the actor reads the endpoint, and a drain of the slot that began
+    // meanwhile (and may even have released it) has already closed the actors it found. Enqueued
+    // now, the job would be sent while the slot changes hands, and sent again by its next owner
+    // (seen as duplicates in the scaleout bench once slots moved with the work).
+    if (this.#drainsBegun.get(slot) !== drains) return this.#giveBack(job);
     actor.enqueue(job);
+  }
+
+  /** A job claimed in the instant before its slot's drain began: given back for the slot's next owner. */
+  async #giveBack(job: DeliveryJob): Promise<void> {
+    const { delivery } = job;
+    await this.#deps.store.settle(
+      [{ kind: 'release', deliveryId: delivery.id, epoch: delivery.leaseEpoch, nextAttemptAt: this.#deps.clock.now() }],
+      this.#deps.clock.now(),
+    );
   }
 
   async #actorFor(endpointId: string): Promise<EndpointActor | undefined> {

@@ -79,6 +79,27 @@ export interface NodeRecord {
   readonly clockOffsetMs: number;
 }
 
+/** How much work waits in one slot now (`Store.countOpenBySlot`). */
+export interface SlotOpenCount {
+  readonly slot: number;
+  /** Deliveries pending and due, or in flight. */
+  readonly open: number;
+}
+
+/**
+ * The slot weights the whole cluster assigns slots by (lib/cluster/slot-weigher.ts): measured and
+ * written by one node, read by every node at each heartbeat, so every node computes the same
+ * assignment from the same numbers.
+ */
+export interface SlotWeights {
+  /** Element `slot` is that slot's weight (a quantised share of the open deliveries); one per slot. */
+  readonly weights: readonly number[];
+  /** The node that measured them. */
+  readonly by: string;
+  /** When, by that node's clock (for operators; nodes never compare it with their own clock). */
+  readonly at: number;
+}
+
 /**
  * One change of an endpoint (created, updated, deleted), numbered cluster-wide: every change of
  * any endpoint takes the data's next number, 1, 2, 3, … in commit order, gap-free (a write that
@@ -391,6 +412,16 @@ export interface Store {
   /** Gives up the owner's leases on `slots` (they become free at once; the epoch is kept until the next take). */
   releaseLeases(owner: string, slots: readonly number[]): Promise<void>;
   listLeases(): Promise<SlotLease[]>;
+  /**
+   * Per slot, the deliveries that are work now: pending and due at `now`, or in flight. Slots
+   * with none are left out; by slot. One node of the cluster runs it at each heartbeat
+   * (lib/cluster/slot-weigher.ts): an index-only count of the open deliveries.
+   */
+  countOpenBySlot(now: number): Promise<SlotOpenCount[]>;
+  /** The slot weights last written (`putSlotWeights`), or `undefined` before the first. */
+  getSlotWeights(): Promise<SlotWeights | undefined>;
+  /** Replaces the stored slot weights (one record for the whole cluster). */
+  putSlotWeights(weights: SlotWeights): Promise<void>;
 
   // Deliveries
   /** Marks due deliveries in the owner's slots in flight at the slot's epoch and returns them with their events. */

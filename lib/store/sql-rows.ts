@@ -9,7 +9,7 @@
 import type { AdaptiveConcurrency, Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, ReplayJobFilter, ReplayJobRecord, ReplayJobState, TenantToken, TriageState } from '../model.ts';
 import { EndpointOrdering, EndpointStatus } from '../model.ts';
 import { COUNT_FIELDS, LATENCY_BUCKETS, type DeliveryMinute, type DeliveryMinuteIncrement, type EndpointDeliveryTotals } from '../status/delivery-minutes.ts';
-import type { NodeRecord, SlotLease } from './port.ts';
+import type { NodeRecord, SlotLease, SlotWeights } from './port.ts';
 
 /** A structured column: JSON text (SQLite) or the parsed value (PostgreSQL `jsonb`). */
 export type JsonColumn<T> = string | T;
@@ -216,6 +216,18 @@ export function deadLetterFromRow(row: DeadLetterRow, attempts: readonly Attempt
 
 export function leaseFromRow(row: LeaseRow): SlotLease {
   return { slot: row.slot, owner: row.owner, until: row.until, epoch: row.epoch };
+}
+
+/** The `meta` key both SQL stores keep the cluster's slot weights under, as JSON text. */
+export const SLOT_WEIGHTS_KEY = 'slot_weights';
+
+export function slotWeightsToText(weights: SlotWeights): string {
+  return JSON.stringify({ weights: weights.weights, by: weights.by, at: weights.at });
+}
+
+export function slotWeightsFromText(text: string): SlotWeights {
+  const { weights, by, at } = JSON.parse(text) as SlotWeights;
+  return { weights, by, at: Number(at) };
 }
 
 export interface TenantTokenRow {

@@ -2,8 +2,9 @@
  * One Herald node of the cluster scenario, forked by it:
  *   tsx scripts/bench/cluster-node.ts '<config overrides as JSON>'
  *
- * Over IPC it reports `{type: 'slots', count}` whenever the slots it holds
- * change and `{type: 'delivered', count, at}` (a running total, and when the
+ * Over IPC it reports `{type: 'starting', at}` as it calls `herald.start()`,
+ * `{type: 'slots', count, at}` whenever the number of slots it holds
+ * changes and `{type: 'delivered', count, at}` (a running total, and when the
  * last of them was settled on the machine's monotonic clock) every 50 ms
  * while it delivers; `{type: 'close'}` closes it in order (leases released),
  * then it exits.
@@ -27,9 +28,10 @@ let slots = -1;
 herald.events.on('leases', (e) => {
   if (e.slots.length === slots) return;
   slots = e.slots.length;
-  process.send?.({ type: 'slots', count: slots });
+  process.send?.({ type: 'slots', count: slots, at: machineNowMs() });
 });
 herald.events.on('failure', (e) => process.stderr.write(`cluster node: failure in ${e.where}: ${String(e.error)}\n`));
+process.send?.({ type: 'starting', at: machineNowMs() });
 await herald.start();
 
 const report = setInterval(() => {

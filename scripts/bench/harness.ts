@@ -135,6 +135,51 @@ export async function startProducerProcess(job: {
   };
 }
 
+const CLUSTER_NODE_FILE = fileURLToPath(new URL('./cluster-node.ts', import.meta.url));
+
+/** A Herald node in its own process (scripts/bench/cluster-node.ts), as its IPC reports tell it. */
+export interface ClusterNode {
+  /** Slots it holds now. */
+  slots: number;
+  /** Every change of the slots it holds: when (machine clock, ms) and how many. */
+  readonly slotHistory: Array<{ readonly at: number; readonly slots: number }>;
+  /** When it called `herald.start()` (machine clock, ms; 0 until then). */
+  startedAt: number;
+  delivered: number;
+  /** When its last delivery was settled (machine clock, ms). */
+  deliveredAt: number;
+  readonly child: ChildProcess;
+  close(): Promise<void>;
+}
+
+/** Forks a cluster node with these config overrides; it starts at once and reports over IPC. */
+export function startClusterNode(overrides: object): ClusterNode {
+  const child = fork(CLUSTER_NODE_FILE, [JSON.stringify(overrides)], {
+    execArgv: process.execArgv.filter((arg) => !arg.startsWith('--cpu-prof') && arg !== '--expose-gc'),
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const node: ClusterNode = {
+    slots: 0,
+    slotHistory: [],
+    startedAt: 0,
+    delivered: 0,
+    deliveredAt: 0,
+    child,
+    close: () => closeChild(child, 10_000),
+  };
+  child.on('message', (message: { type: string; count: number; at?: number }) => {
+    if (message.type === 'starting') node.startedAt = message.at ?? 0;
+    else if (message.type === 'slots') {
+      node.slots = message.count;
+      node.slotHistory.push({ at: message.at ?? 0, slots: message.count });
+    } else if (message.type === 'delivered') {
+      node.delivered = message.count;
+      node.deliveredAt = message.at ?? 0;
+    }
+  });
+  return node;
+}
+
 /** Asks a forked child to close (`{type: 'close'}`) and waits for it to exit; kills it after `graceMs`. */
 export function closeChild(child: ChildProcess, graceMs: number): Promise<void> {
   return new Promise<void>((resolve) => {

@@ -22,7 +22,7 @@ import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describeMachine } from './harness.ts';
 
-const SCENARIOS = ['throughput', 'latency', 'isolation', 'fairness', 'signing', 'timers', 'endpoints', 'recovery', 'adaptive', 'cluster', 'replay', 'peers'] as const;
+const SCENARIOS = ['throughput', 'latency', 'isolation', 'fairness', 'signing', 'timers', 'endpoints', 'recovery', 'adaptive', 'cluster', 'scaleout', 'replay', 'peers'] as const;
 /** Hard bound per scenario process: past it, the scenario is killed and reported as failed. */
 /** Scenarios that read the heap after a full GC; the others must not get --expose-gc, which worker threads (the signing pool) refuse. */
 const NEEDS_GC: ReadonlySet<string> = new Set(['timers', 'endpoints']);
@@ -184,6 +184,24 @@ for (const [name, r] of Object.entries(scenarios)) {
         `sqlite 2/1 ${fmt(r.ratio)}; postgres 2/1 ${fmt(pg.ratio2to1)}, 3/1 ${fmt(pg.ratio3to1)}`,
         `sqlite 1p ${fmt(r.oneProcessPerSec)}, 2p ${fmt(r.twoProcessesPerSec)} ev/s (slots ${Array.isArray(r.slotsPerNode) ? r.slotsPerNode.join('+') : '—'}, dup ${fmt(duplicates?.twoProcesses)}); ${postgres} (${fmt(r.events)} events)`,
         'postgres 2/1 ≥ 1.6',
+        verdict(r),
+      ]);
+      break;
+    }
+    case 'scaleout': {
+      if (typeof r.skipped === 'string') {
+        rows.push([name, '—', `skipped: ${r.skipped}`, '', 'MISSED']);
+        break;
+      }
+      const by = (r.byEndpoints ?? {}) as Record<string, Result>;
+      const runs = (Array.isArray(r.runs) ? r.runs : []) as Result[];
+      const ratios = Object.entries(by).map(([endpoints, e]) => `${endpoints} ep: 2/1 ${fmt(e.twoToOne)}, 3/1 ${fmt(e.threeToOne)}`);
+      const perRun = runs.map((run) => `${fmt(run.endpoints)} ep × ${fmt(run.nodes)}n ${fmt(run.deliveredPerSec)}/s (${Array.isArray(run.deliveredPerNode) ? run.deliveredPerNode.join('/') : '—'}; load ${Array.isArray(run.loadAverage) ? run.loadAverage.join('→') : '—'})`);
+      rows.push([
+        name,
+        ratios.join('; '),
+        `maxInFlight ${fmt(r.maxInFlight)}, sink ${fmt(r.sinkDelayMs, ' ms')}, ${fmt(r.events)} events: ${perRun.join(', ')}; a new node holds its share after ≤ ${fmt(r.worstJoinMs, ' ms')} (${fmt(r.worstJoinHeartbeats)} heartbeats of ${fmt(r.renewIntervalMs, ' ms')})`,
+        '2/1 ≥ 1.8, 3/1 ≥ 2.6; join ≤ 2 heartbeats',
         verdict(r),
       ]);
       break;

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { ManualClock, type Clock } from '../../lib/clock.ts';
 import { ClusterClock } from '../../lib/cluster/cluster-clock.ts';
 import { LeaseKeeper, type LeaseKeeperDeps } from '../../lib/cluster/lease-keeper.ts';
+import type { LeaseRequest, Store } from '../../lib/store/port.ts';
 import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
 
 const SLOTS = 64;
@@ -18,11 +19,11 @@ describe('LeaseKeeper (membership and slot leases, fake time)', () => {
   const drains: Array<{ node: string; slots: readonly number[] }> = [];
   let holdDrain: Promise<void> | undefined;
 
-  function keeper(owner: string, deps: Partial<Pick<LeaseKeeperDeps, 'clock' | 'clockOffset' | 'inFlight'>> = {}): LeaseKeeper {
+  function keeper(owner: string, deps: Partial<Pick<LeaseKeeperDeps, 'clock' | 'clockOffset' | 'inFlight'>> = {}, through: Store = store): LeaseKeeper {
     return new LeaseKeeper(
       { owner, slotCount: SLOTS, leaseMs: LEASE_MS, renewIntervalMs: HEARTBEAT_MS },
       {
-        store,
+        store: through,
         clock,
         ...deps,
         onChange: () => undefined,
@@ -55,6 +56,52 @@ describe('LeaseKeeper (membership and slot leases, fake time)', () => {
   afterEach(async () => {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  context('when the store answers an acquire after a release sent later (a pool of connections)', () => {
+    it('sends the release of drained slots only once the acquire that still asked for them is answered', async () => {
+      const writes: string[] = [];
+      let opened: (() => void) | undefined;
+      let gated = false;
+      // SQLite answers in order; a PostgreSQL pool may not: hold the acquire back to play that.
+      const pooled = new Proxy(store, {
+        get(target, name) {
+          if (name === 'acquireLeases') {
+            return async (request: LeaseRequest) => {
+              if (gated) await new Promise<void>((resolve) => (opened = resolve));
+              writes.push('acquire');
+              return target.acquireLeases(request);
+            };
+          }
+          if (name === 'releaseLeases') {
+            return async (owner: string, released: readonly number[]) => {
+              writes.push('release');
+              return target.releaseLeases(owner, released);
+            };
+          }
+          const value = Reflect.get(target, name) as unknown;
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      const a = keeper('node-a', {}, pooled);
+      const b = keeper('node-b');
+      await a.renew();
+      await b.renew();
+      clock.advance(HEARTBEAT_MS);
+      gated = true;
+      writes.length = 0;
+      const round = a.renew();
+      await settle();
+      expect(drains, 'drained at once').to.have.length(1);
+      expect(writes, 'nothing written while the acquire waits').to.deep.equal([]);
+      gated = false;
+      opened?.();
+      await round;
+      await settle();
+      expect(writes).to.deep.equal(['acquire', 'release']);
+      await b.renew();
+      expect(slots(b), 'the released slots are free for the new node').to.deep.equal(drains[0]?.slots);
+    });
   });
 
   context('when a second node joins', () => {

@@ -904,6 +904,49 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
     });
 
+    describe('slot weights', () => {
+      context('when deliveries are open in some slots', () => {
+        it('counts per slot those pending and due or in flight, leaving out the rest and the empty slots', async () => {
+          const one = endpointIdInSlot(1);
+          const two = endpointIdInSlot(2);
+          const three = endpointIdInSlot(3);
+          for (const id of [one, two, three]) await addEndpoint(id);
+          await seed([one]);
+          await seed([one]);
+          const { deliveryIds } = await seed([two]);
+          await seed([two], { dueAt: clock.now() + MINUTE });
+          await seed([three]);
+          await lease('node-a', [2, 3]);
+          const jobs = await claim();
+          expect(jobs.map((j) => j.delivery.endpointId).sort()).to.deep.equal([two, three].sort());
+          const done = jobs.find((j) => j.delivery.endpointId === three)!.delivery;
+          await store.settle([{ kind: 'delivered', deliveryId: done.id, epoch: done.leaseEpoch, attempt: attempt(clock.now(), OK, null) }], clock.now());
+          expect(jobs.find((j) => j.delivery.id === deliveryIds[0])).to.not.equal(undefined);
+          // Slot 1: two pending and due; slot 2: one in flight (the other not due yet); slot 3: delivered.
+          expect(await store.countOpenBySlot(clock.now())).to.deep.equal([
+            { slot: 1, open: 2 },
+            { slot: 2, open: 1 },
+          ]);
+          expect(await store.countOpenBySlot(clock.now() + MINUTE)).to.deep.equal([
+            { slot: 1, open: 2 },
+            { slot: 2, open: 2 },
+          ]);
+        });
+      });
+
+      context('when weights are stored', () => {
+        it('has none before the first, then answers the last written', async () => {
+          expect(await store.getSlotWeights()).to.equal(undefined);
+          const first = { weights: allSlots.map((slot) => (slot % 5 === 0 ? 3 : 0)), by: 'node-a', at: clock.now() };
+          await store.putSlotWeights(first);
+          expect(await store.getSlotWeights()).to.deep.equal(first);
+          const second = { weights: allSlots.map(() => 1), by: 'node-b', at: clock.now() + SECOND };
+          await store.putSlotWeights(second);
+          expect(await store.getSlotWeights()).to.deep.equal(second);
+        });
+      });
+    });
+
     describe('claimDue', () => {
       context('when the owner holds no lease', () => {
         it('claims nothing', async () => {

@@ -12,6 +12,7 @@ import { slotOf } from '../../lib/ids.ts';
 import { ClaimQueries } from '../../lib/store/postgres/claims.ts';
 import { DeliveryLogQueries } from '../../lib/store/postgres/delivery-log.ts';
 import { FanOutQueries } from '../../lib/store/postgres/fan-out.ts';
+import { LeaseQueries } from '../../lib/store/postgres/leases.ts';
 import { PostgresStore } from '../../lib/store/postgres/postgres-store.ts';
 import { SettleQueries } from '../../lib/store/postgres/settle.ts';
 import type { Statement } from '../../lib/store/postgres/sql.ts';
@@ -192,5 +193,80 @@ describe('PostgresStore fan-out past a busy tenant\'s backlog (EXPLAIN ANALYZE)'
     const returned = (await store.unfannedEvents(100, ['bulk'])).map((event) => event.tenantId);
     expect(returned).to.have.length(QUIET_TENANTS * QUIET_EACH);
     expect(returned.every((tenantId) => tenantId.startsWith('quiet-'))).to.equal(true);
+  });
+});
+
+/**
+ * What the weighing node pays at each heartbeat (lib/cluster/slot-weigher.ts): the count of open
+ * deliveries per slot (`countOpenBySlot`) beside a history of 53 000 delivered ones and a backlog of
+ * 50 000 (45 000 pending and due, 5 000 in flight) over 256 slots: two index-only scans of the
+ * partial indexes, never the table. With HERALD_SPEC_PLANS=1 it prints the plan and its times.
+ */
+describe('PostgresStore count of open deliveries per slot on a 50 000-row backlog (EXPLAIN ANALYZE)', function () {
+  this.timeout(120_000);
+  const SCHEMA_WEIGHTS = 'herald_plans_weights';
+  const SLOT_COUNT = 256;
+  const DELIVERED = 53_000;
+  const PENDING = 45_000;
+  const IN_FLIGHT = 5_000;
+  let pool: pg.Pool;
+  let store: PostgresStore;
+
+  before(async () => {
+    const url = await createTestDatabase();
+    store = new PostgresStore({ connectionString: url, schema: SCHEMA_WEIGHTS, clock: new ManualClock(NOW) });
+    await store.init({ slotCount: SLOT_COUNT });
+    pool = new pg.Pool({ connectionString: url, max: 1 });
+    const s = SCHEMA_WEIGHTS;
+    const total = DELIVERED + PENDING + IN_FLIGHT;
+    await pool.query(`INSERT INTO ${s}.deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot, status, attempts, round,
+        next_attempt_at, lease_epoch, last_error, created_at, updated_at, delivered_at, sequence)
+      SELECT 'dlv_' || lpad(g::text, 12, '0'), 'evt_' || lpad(g::text, 12, '0'), 'ep_' || (g % 400), 'acme', 'a.b', (g % 400) % $4::int,
+        CASE WHEN g <= $1 THEN 'delivered' WHEN g <= $1 + $2 THEN 'pending' ELSE 'in_flight' END, CASE WHEN g <= $1 THEN 1 ELSE 0 END, 0,
+        CASE WHEN g <= $1 THEN g ELSE $5::bigint - 1000 END, 1, NULL, g, g, CASE WHEN g <= $1 THEN g END, g
+      FROM generate_series(1, $3::int) AS g`, [DELIVERED, PENDING, total, SLOT_COUNT, NOW]);
+    await pool.query(`VACUUM ANALYZE ${s}.deliveries`);
+  });
+
+  after(async () => {
+    await pool?.end();
+    await store?.close();
+  });
+
+  interface TimedPlan {
+    Plan: PlanNode;
+    'Execution Time': number;
+    'Planning Time': number;
+  }
+
+  it('reads the two partial indexes only and counts every open delivery', async () => {
+    const statement = new LeaseQueries(SCHEMA_WEIGHTS).statements.countOpenBySlot;
+    const times: number[] = [];
+    let tree: PlanNode | undefined;
+    for (let run = 0; run < 5; run++) {
+      const { rows } = await pool.query<{ 'QUERY PLAN': [TimedPlan] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, [NOW]);
+      tree = rows[0]!['QUERY PLAN'][0].Plan;
+      times.push(rows[0]!['QUERY PLAN'][0]['Execution Time']);
+    }
+    if (process.env.HERALD_SPEC_PLANS === '1') {
+      console.log(describePlan(tree!, 4).map((line) => `      ${line}`).join('\n'));
+      console.log(`      execution times (ms): ${times.map((t) => t.toFixed(1)).join(', ')}`);
+    }
+    const nodes = nodesOf(tree!);
+    expect(nodes.filter((node) => node['Node Type'] === 'Seq Scan').map((node) => node['Relation Name'])).to.deep.equal([]);
+    const used = new Set(nodes.map((node) => node['Index Name']));
+    expect(used.has('deliveries_pending_claim') && used.has('deliveries_in_flight'), [...used].join(', ')).to.equal(true);
+    const counts = await store.countOpenBySlot(NOW);
+    expect(counts.reduce((sum, c) => sum + c.open, 0)).to.equal(PENDING + IN_FLIGHT);
+  });
+
+  it('costs every other node one key lookup to read the stored weights', async () => {
+    await store.putSlotWeights({ weights: new Array<number>(SLOT_COUNT).fill(2), by: 'node-a', at: NOW });
+    const { rows } = await pool.query<{ 'QUERY PLAN': [TimedPlan] }>(
+      `EXPLAIN (ANALYZE, FORMAT JSON) SELECT value FROM ${SCHEMA_WEIGHTS}.meta WHERE key = 'slot_weights'`);
+    const timed = rows[0]!['QUERY PLAN'][0];
+    if (process.env.HERALD_SPEC_PLANS === '1') console.log(`      read: ${describePlan(timed.Plan).join(' / ')}, ${timed['Execution Time'].toFixed(3)} ms`);
+    expect(nodesOf(timed.Plan).some((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] !== 'meta')).to.equal(false);
+    expect((await store.getSlotWeights())?.weights).to.have.length(SLOT_COUNT);
   });
 });

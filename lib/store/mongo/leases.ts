@@ -4,7 +4,7 @@
  * is lost on its duplicate `_id`.
  */
 import type { AnyBulkWriteOperation, Db } from 'mongodb';
-import type { NodeHeartbeat, NodeRecord, SlotLease } from '../port.ts';
+import type { NodeHeartbeat, NodeRecord, SlotLease, SlotOpenCount, SlotWeights } from '../port.ts';
 import type { StoreDb } from './collections.ts';
 import { leaseFromDoc, nodeFromDoc } from './documents.ts';
 import { isDuplicateKeyError, MongoErrorCode, onlyDuplicateKeys, serverErrorCode } from './mongo-errors.ts';
@@ -18,7 +18,7 @@ import {
   takeLeaseFilter,
   takeLeaseUpdate,
 } from './queries.ts';
-import type { LeaseDoc } from './schema.ts';
+import { MetaKeys, type LeaseDoc } from './schema.ts';
 
 /**
  * Three steps, none needing a transaction: read the slots' leases; renew the
@@ -101,4 +101,27 @@ export async function listNodes({ nodes }: StoreDb, seenSince: number): Promise<
 
 export async function removeNode({ nodes }: StoreDb, id: string): Promise<void> {
   await nodes.deleteOne({ _id: id });
+}
+
+/**
+ * Open deliveries per slot: two `$match` + `$group` passes, each over one index
+ * (`deliveries_due`, `deliveries_in_flight`, both led by status then slot), summed here.
+ */
+export async function countOpenBySlot({ deliveries }: StoreDb, now: number): Promise<SlotOpenCount[]> {
+  const bySlot = async (match: Record<string, unknown>): Promise<Array<{ _id: number; n: number }>> =>
+    deliveries.aggregate<{ _id: number; n: number }>([{ $match: match }, { $group: { _id: '$slot', n: { $sum: 1 } } }]).toArray();
+  const [due, inFlight] = await Promise.all([bySlot({ status: 'pending', nextAttemptAt: { $lte: now } }), bySlot({ status: 'in_flight' })]);
+  const open = new Map<number, number>();
+  for (const { _id, n } of [...due, ...inFlight]) open.set(_id, (open.get(_id) ?? 0) + n);
+  return [...open].sort((a, b) => a[0] - b[0]).map(([slot, n]) => ({ slot, open: n }));
+}
+
+export async function getSlotWeights({ meta }: StoreDb): Promise<SlotWeights | undefined> {
+  const doc = await meta.findOne({ _id: MetaKeys.SLOT_WEIGHTS });
+  if (doc?.weights === undefined) return undefined;
+  return { weights: doc.weights, by: doc.by ?? '', at: doc.at ?? 0 };
+}
+
+export async function putSlotWeights({ meta }: StoreDb, weights: SlotWeights): Promise<void> {
+  await meta.updateOne({ _id: MetaKeys.SLOT_WEIGHTS }, { $set: { weights: [...weights.weights], by: weights.by, at: weights.at } }, { upsert: true });
 }

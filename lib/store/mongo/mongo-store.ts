@@ -60,6 +60,8 @@ import type {
   SettleResult,
   Settlement,
   SlotLease,
+  SlotOpenCount,
+  SlotWeights,
   Store,
   TriageRequest,
   UnreviewedDeadLetters,
@@ -77,7 +79,7 @@ import type { EmbeddedServer, StartEmbeddedServer } from './embedded-server.ts';
 import { endpointChangesAfter, lastEndpointChange } from './endpoint-changes.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, resumeDeliveries, tenantExists, updateEndpoint } from './endpoints.ts';
 import { appendEvents, countUnfannedEvents, fanOutBatch, getEvent, recordFanOuts, unfannedEvents } from './fan-out.ts';
-import { acquireLeases, heartbeat, listLeases, listNodes, releaseLeases, removeNode, serverTime } from './leases.ts';
+import { acquireLeases, countOpenBySlot, getSlotWeights, heartbeat, listLeases, listNodes, putSlotWeights, releaseLeases, removeNode, serverTime } from './leases.ts';
 import { isDuplicateKeyError, isIncompatibleServerError, messageOf, MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
 import { parseMongoUri, redactMongoUri } from './mongo-uri.ts';
 import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './queries.ts';
@@ -548,6 +550,18 @@ export class MongoStore implements Store {
   /** Leases that have an owner, expired or not; released slots are left out. */
   async listLeases(): Promise<SlotLease[]> {
     return this.#run('listLeases', (state) => listLeases(state));
+  }
+
+  async countOpenBySlot(now: number): Promise<SlotOpenCount[]> {
+    return this.#run('countOpenBySlot', (state) => countOpenBySlot(state, now));
+  }
+
+  async getSlotWeights(): Promise<SlotWeights | undefined> {
+    return this.#run('getSlotWeights', (state) => getSlotWeights(state));
+  }
+
+  async putSlotWeights(weights: SlotWeights): Promise<void> {
+    return this.#run('putSlotWeights', (state) => putSlotWeights(state, weights));
   }
 
   // Deliveries

@@ -58,6 +58,8 @@ export const MetaKeys = {
   RESUME_TOKEN_PREFIX: 'resume_token:',
   /** The number of the newest endpoint change (`value`), taken in the change's transaction. */
   ENDPOINT_CHANGE_COUNTER: 'endpoint_change_counter',
+  /** The cluster's slot weights (`weights`, `by`, `at`): written by one node, read by every node at each heartbeat. */
+  SLOT_WEIGHTS: 'slot_weights',
 } as const;
 
 /** The delivery statuses after which nothing more happens to a delivery (until a replay). */
@@ -69,6 +71,10 @@ export interface MetaDoc {
   /** A change stream resume token (opaque to Herald). */
   token?: unknown;
   savedAt?: number;
+  /** Under `slot_weights`: one weight per slot, the node that measured them and when. */
+  weights?: number[];
+  by?: string;
+  at?: number;
 }
 
 export interface EndpointDoc {

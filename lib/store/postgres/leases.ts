@@ -7,14 +7,17 @@
  * Epochs follow the rule in `../port.ts`: the upsert's `CASE` keeps the epoch
  * for the owner recorded on the row and increments it for any other taker.
  */
-import type { LeaseRequest, NodeHeartbeat, NodeRecord, SlotLease } from '../port.ts';
-import { leaseFromRow, nodeFromRow, type LeaseRow, type NodeRow } from '../sql-rows.ts';
+import type { LeaseRequest, NodeHeartbeat, NodeRecord, SlotLease, SlotOpenCount, SlotWeights } from '../port.ts';
+import { leaseFromRow, nodeFromRow, SLOT_WEIGHTS_KEY, slotWeightsFromText, slotWeightsToText, type LeaseRow, type NodeRow } from '../sql-rows.ts';
 import { named, type Sql, type Statement } from './sql.ts';
 
 export class LeaseQueries {
   readonly #s: string;
   readonly #acquire: Statement;
   readonly #heartbeat: Statement;
+  readonly #countOpen: Statement;
+  /** The statement one node runs at each heartbeat, for its plan (spec/store/postgres-plans.spec.ts). */
+  readonly statements: Readonly<Record<'countOpenBySlot', Statement>>;
 
   constructor(schema: string) {
     const s = schema;
@@ -36,6 +39,15 @@ export class LeaseQueries {
         seen_at = GREATEST(n.seen_at, excluded.seen_at),
         in_flight = excluded.in_flight,
         clock_offset_ms = excluded.clock_offset_ms`);
+    // Index-only scans of deliveries_pending_claim (slot, endpoint_id, next_attempt_at, id) and
+    // deliveries_in_flight (slot, lease_epoch), both partial on their status.
+    this.#countOpen = named(s, 'slots_count_open', `
+      SELECT slot, sum(n)::int AS open FROM (
+        SELECT slot, count(*) AS n FROM ${s}.deliveries WHERE status = 'pending' AND next_attempt_at <= $1 GROUP BY slot
+        UNION ALL
+        SELECT slot, count(*) AS n FROM ${s}.deliveries WHERE status = 'in_flight' GROUP BY slot) AS open
+      GROUP BY slot ORDER BY slot`);
+    this.statements = { countOpenBySlot: this.#countOpen };
   }
 
   async acquire(sql: Sql, request: LeaseRequest): Promise<SlotLease[]> {
@@ -47,7 +59,12 @@ export class LeaseQueries {
   }
 
   async release(sql: Sql, owner: string, slots: readonly number[]): Promise<void> {
-    await sql.query(`UPDATE ${this.#s}.leases SET owner = NULL, until = 0 WHERE owner = $1 AND slot = ANY($2::int[])`, [owner, slots]);
+    // Rows locked in slot order, as `acquire` locks them: a plain UPDATE locks them in the order it
+    // finds them, and a release crossing another node's acquire of the same slots deadlocked (seen in
+    // the scaleout bench, once slots moved under load).
+    await sql.query(`UPDATE ${this.#s}.leases AS l SET owner = NULL, until = 0
+      FROM (SELECT slot FROM ${this.#s}.leases WHERE owner = $1 AND slot = ANY($2::int[]) ORDER BY slot FOR UPDATE) AS mine
+      WHERE l.slot = mine.slot AND l.owner = $1`, [owner, slots]);
   }
 
   /** Leases that have an owner, expired or not; released slots are left out. */
@@ -77,5 +94,21 @@ export class LeaseQueries {
 
   async removeNode(sql: Sql, id: string): Promise<void> {
     await sql.query(`DELETE FROM ${this.#s}.nodes WHERE id = $1`, [id]);
+  }
+
+  async countOpenBySlot(sql: Sql, now: number): Promise<SlotOpenCount[]> {
+    return sql.query<SlotOpenCount>(this.#countOpen, [now]);
+  }
+
+  async getSlotWeights(sql: Sql): Promise<SlotWeights | undefined> {
+    const rows = await sql.query<{ value: string }>(`SELECT value FROM ${this.#s}.meta WHERE key = '${SLOT_WEIGHTS_KEY}'`);
+    return rows[0] === undefined ? undefined : slotWeightsFromText(rows[0].value);
+  }
+
+  async putSlotWeights(sql: Sql, weights: SlotWeights): Promise<void> {
+    await sql.query(
+      `INSERT INTO ${this.#s}.meta (key, value) VALUES ('${SLOT_WEIGHTS_KEY}', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+      [slotWeightsToText(weights)],
+    );
   }
 }

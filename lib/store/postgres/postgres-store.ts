@@ -48,6 +48,8 @@ import type {
   SettleResult,
   Settlement,
   SlotLease,
+  SlotOpenCount,
+  SlotWeights,
   Store,
   TriageRequest,
   UnreviewedDeadLetters,
@@ -371,6 +373,18 @@ export class PostgresStore implements Store {
 
   async listLeases(): Promise<SlotLease[]> {
     return this.#run('listLeases', (sql) => this.#leases.list(sql));
+  }
+
+  async countOpenBySlot(now: number): Promise<SlotOpenCount[]> {
+    return this.#run('countOpenBySlot', (sql) => this.#leases.countOpenBySlot(sql, now));
+  }
+
+  async getSlotWeights(): Promise<SlotWeights | undefined> {
+    return this.#run('getSlotWeights', (sql) => this.#leases.getSlotWeights(sql));
+  }
+
+  async putSlotWeights(weights: SlotWeights): Promise<void> {
+    return this.#run('putSlotWeights', (sql) => this.#leases.putSlotWeights(sql, weights));
   }
 
   // Deliveries

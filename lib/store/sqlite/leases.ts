@@ -6,8 +6,8 @@
  * for the owner recorded on the row and increments it for any other taker.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import type { NodeHeartbeat, NodeRecord, SlotLease } from '../port.ts';
-import { leaseFromRow, nodeFromRow, type LeaseRow, type NodeRow } from '../sql-rows.ts';
+import type { NodeHeartbeat, NodeRecord, SlotLease, SlotOpenCount, SlotWeights } from '../port.ts';
+import { leaseFromRow, nodeFromRow, SLOT_WEIGHTS_KEY, slotWeightsFromText, slotWeightsToText, type LeaseRow, type NodeRow } from '../sql-rows.ts';
 import type { Statement } from './sql.ts';
 
 export class LeaseStatements {
@@ -19,6 +19,9 @@ export class LeaseStatements {
   readonly #heartbeat: Statement;
   readonly #listNodes: Statement<NodeRow>;
   readonly #removeNode: Statement;
+  readonly #countOpen: Statement<SlotOpenCount>;
+  readonly #getWeights: Statement<{ value: string }>;
+  readonly #putWeights: Statement;
 
   constructor(db: BetterSqlite3.Database) {
     this.#acquire = db.prepare(`INSERT INTO leases (slot, owner, until, epoch) VALUES (@slot, @owner, @until, 1)
@@ -42,6 +45,14 @@ export class LeaseStatements {
     this.#listNodes = db.prepare<unknown[], NodeRow>(
       `SELECT id, started_at, seen_at, in_flight, clock_offset_ms FROM nodes WHERE seen_at >= ? ORDER BY id`);
     this.#removeNode = db.prepare(`DELETE FROM nodes WHERE id = ?`);
+    // Two index-only walks: deliveries_pending_claim (slot, endpoint_id, next_attempt_at) and deliveries_in_flight (slot, …).
+    this.#countOpen = db.prepare<unknown[], SlotOpenCount>(`SELECT slot, sum(n) AS open FROM (
+        SELECT slot, count(*) AS n FROM deliveries WHERE status = 'pending' AND next_attempt_at <= @now GROUP BY slot
+        UNION ALL
+        SELECT slot, count(*) AS n FROM deliveries WHERE status = 'in_flight' GROUP BY slot)
+      GROUP BY slot ORDER BY slot`);
+    this.#getWeights = db.prepare<unknown[], { value: string }>(`SELECT value FROM meta WHERE key = '${SLOT_WEIGHTS_KEY}'`);
+    this.#putWeights = db.prepare(`INSERT INTO meta (key, value) VALUES ('${SLOT_WEIGHTS_KEY}', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`);
   }
 
   /**
@@ -79,5 +90,18 @@ export class LeaseStatements {
 
   removeNode(id: string): void {
     this.#removeNode.run(id);
+  }
+
+  countOpenBySlot(now: number): SlotOpenCount[] {
+    return this.#countOpen.all({ now });
+  }
+
+  getSlotWeights(): SlotWeights | undefined {
+    const row = this.#getWeights.get();
+    return row === undefined ? undefined : slotWeightsFromText(row.value);
+  }
+
+  putSlotWeights(weights: SlotWeights): void {
+    this.#putWeights.run(slotWeightsToText(weights));
   }
 }

@@ -40,6 +40,8 @@ import type {
   SettleResult,
   Settlement,
   SlotLease,
+  SlotOpenCount,
+  SlotWeights,
   Store,
   TriageRequest,
   UnreviewedDeadLetters,
@@ -171,6 +173,15 @@ export class SqliteStoreThread implements Store {
   }
   listLeases(): Promise<SlotLease[]> {
     return this.#call('listLeases', []);
+  }
+  countOpenBySlot(now: number): Promise<SlotOpenCount[]> {
+    return this.#call('countOpenBySlot', [now]);
+  }
+  getSlotWeights(): Promise<SlotWeights | undefined> {
+    return this.#call('getSlotWeights', []);
+  }
+  putSlotWeights(weights: SlotWeights): Promise<void> {
+    return this.#call('putSlotWeights', [weights]);
   }
   claimDue(request: ClaimRequest): Promise<DeliveryJob[]> {
     return this.#call('claimDue', [request]);

@@ -54,6 +54,8 @@ import type {
   SettleResult,
   Settlement,
   SlotLease,
+  SlotOpenCount,
+  SlotWeights,
   Store,
   TriageRequest,
   UnreviewedDeadLetters,
@@ -398,6 +400,18 @@ export class SqliteStore implements Store {
   /** Leases that have an owner, expired or not; released slots are left out. */
   async listLeases(): Promise<SlotLease[]> {
     return this.#run('listLeases', ({ leases }) => leases.list(), 'read');
+  }
+
+  async countOpenBySlot(now: number): Promise<SlotOpenCount[]> {
+    return this.#run('countOpenBySlot', ({ leases }) => leases.countOpenBySlot(now), 'read');
+  }
+
+  async getSlotWeights(): Promise<SlotWeights | undefined> {
+    return this.#run('getSlotWeights', ({ leases }) => leases.getSlotWeights(), 'read');
+  }
+
+  async putSlotWeights(weights: SlotWeights): Promise<void> {
+    return this.#run('putSlotWeights', ({ leases }) => leases.putSlotWeights(weights));
   }
 
   // Deliveries

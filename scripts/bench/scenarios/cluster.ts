@@ -29,11 +29,9 @@
  * often each outbox row was marked fanned out: more than once per event
  * means several processes fanned out the same events.
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { resolveConfig } from '../../../lib/config/config.ts';
@@ -41,7 +39,7 @@ import { Herald } from '../../../lib/herald.ts';
 import { publish as publishPostgres } from '../../../lib/producer/postgres-publish.ts';
 import { publish as publishSqlite } from '../../../lib/producer/sqlite-publish.ts';
 import type { EventInput } from '../../../lib/producer/validate-event.ts';
-import { closeChild, payloadOf, preciseNow, progress, round, sleep, startSinkProcess, waitFor, type ScenarioOptions, type ScenarioResult } from '../harness.ts';
+import { payloadOf, preciseNow, progress, round, sleep, startClusterNode, startSinkProcess, waitFor, type ClusterNode, type ScenarioOptions, type ScenarioResult } from '../harness.ts';
 import { Cleanup, clockTicksPerSecond, processTicks, selfTicks, treeTicks } from '../peers/peer-kit.ts';
 import { PostgresUnavailableError, startBenchPostgres, type BenchPostgres } from '../postgres-server.ts';
 
@@ -57,16 +55,6 @@ const POSTGRES_RUNS = [1, 2, 3, 1];
 /** A quick run (a smoke test, under the runner's 60 s) does the first two. */
 const QUICK_POSTGRES_RUNS = [1, 2];
 const WAIT_SAMPLE_MS = 100;
-const NODE_FILE = fileURLToPath(new URL('../cluster-node.ts', import.meta.url));
-
-interface ClusterNode {
-  slots: number;
-  delivered: number;
-  /** When its last delivery was settled (machine clock, ms). */
-  deliveredAt: number;
-  readonly child: ChildProcess;
-  close(): Promise<void>;
-}
 
 /** Where one run's nodes keep their state, and the producer's way in. */
 interface RunStore {
@@ -203,7 +191,7 @@ async function clusterRun(
     await setup.close();
     const publish = await store.connectProducer();
 
-    for (let i = 0; i < nodeCount; i++) nodes.push(startNode(overrides));
+    for (let i = 0; i < nodeCount; i++) nodes.push(startClusterNode(overrides));
     const shared = await waitFor(() => nodes.every((node) => node.slots > 0) && nodes.reduce((sum, node) => sum + node.slots, 0) === SLOTS, 30_000, 50);
     if (!shared) throw new Error(`the nodes did not share the slots within 30 s (${nodes.map((n) => n.slots).join(' + ')})`);
     // Let a rebalance that is still settling finish before the clock starts.
@@ -270,28 +258,6 @@ async function clusterRun(
     await store.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
-}
-
-function startNode(overrides: object): ClusterNode {
-  const child = fork(NODE_FILE, [JSON.stringify(overrides)], {
-    execArgv: process.execArgv.filter((arg) => !arg.startsWith('--cpu-prof') && arg !== '--expose-gc'),
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const node: ClusterNode = {
-    slots: 0,
-    delivered: 0,
-    deliveredAt: 0,
-    child,
-    close: () => closeChild(child, 10_000),
-  };
-  child.on('message', (message: { type: string; count: number; at?: number }) => {
-    if (message.type === 'slots') node.slots = message.count;
-    else if (message.type === 'delivered') {
-      node.delivered = message.count;
-      node.deliveredAt = message.at ?? 0;
-    }
-  });
-  return node;
 }
 
 // The stores ---------------------------------------------------------------------------
