@@ -25,6 +25,7 @@
  *   stopped ──start()──► running ──close()──► stopped (slots released, node removed)
  */
 import type { Clock, TimerHandle } from '../clock.ts';
+import { CoalescedRounds } from '../coalesced-rounds.ts';
 import type { SlotLease, Store } from '../store/port.ts';
 import { slotsFor } from './rendezvous.ts';
 
@@ -76,15 +77,15 @@ export class LeaseKeeper {
   readonly #draining = new Set<number>();
   readonly #drains = new Set<Promise<void>>();
   #timer: TimerHandle | undefined;
-  #renewing: Promise<void> | undefined;
-  /** A renewal was due while one was running: run another right after, with a fresh `now`. */
-  #again = false;
+  /** Renewals one at a time; one due while one runs runs right after, with a fresh `now`. */
+  readonly #rounds: CoalescedRounds;
   /** The last acquire write sent, settled either way: a release waits for it (see #drain). */
   #acquiring: Promise<void> | undefined;
 
   constructor(options: LeaseKeeperOptions, deps: LeaseKeeperDeps) {
     this.#options = options;
     this.#deps = deps;
+    this.#rounds = new CoalescedRounds({ round: () => this.#round(), onError: (error) => deps.onError(error), goOn: () => this.#timer !== undefined });
   }
 
   get owner(): string {
@@ -113,32 +114,14 @@ export class LeaseKeeper {
 
   /** One heartbeat and renewal round. Calls during a round coalesce into one more. */
   async renew(): Promise<void> {
-    if (this.#renewing !== undefined) {
-      this.#again = true;
-      return this.#renewing;
-    }
-    this.#renewing = (async () => {
-      do {
-        this.#again = false;
-        try {
-          await this.#round();
-        } catch (error) {
-          this.#deps.onError(error);
-        }
-      } while (this.#again && this.#timer !== undefined);
-      // In the same synchronous step as the last look at #again: cleared in a `finally`, a few
-      // microtasks later, a renewal asked for in between was coalesced into a round that had
-      // already ended, and lost (a node on a manual clock then never renewed again).
-      this.#renewing = undefined;
-    })();
-    return this.#renewing;
+    return this.#rounds.request();
   }
 
   /** Stops renewing, waits for drains, releases every slot so others take them at once, and leaves the cluster. */
   async close(): Promise<void> {
     this.#timer?.cancel();
     this.#timer = undefined;
-    await this.#renewing;
+    await this.#rounds.idle;
     await Promise.all(this.#drains);
     const slots = this.#held.map((lease) => lease.slot);
     this.#held = [];

@@ -20,6 +20,7 @@
  * by default); one endpoint read per change of an endpoint this node works.
  */
 import type { Clock, TimerHandle } from '../clock.ts';
+import { CoalescedRounds } from '../coalesced-rounds.ts';
 import type { Endpoint } from '../model.ts';
 import type { Store } from '../store/port.ts';
 
@@ -49,13 +50,14 @@ export class EndpointSync {
   /** The newest change applied; `undefined` until the first catch-up has read where the log stands. */
   #cursor: number | undefined;
   #timer: TimerHandle | undefined;
-  #running: Promise<void> | undefined;
-  #again = false;
+  /** Catch-ups one at a time; one asked for during another runs right after it. */
+  readonly #rounds: CoalescedRounds;
   #closed = false;
 
   constructor(options: EndpointSyncOptions, deps: EndpointSyncDeps) {
     this.#options = options;
     this.#deps = deps;
+    this.#rounds = new CoalescedRounds({ round: () => this.#round(), onError: (error) => deps.onError(error), goOn: () => !this.#closed });
   }
 
   /** The newest change this node has applied (for status and tests). */
@@ -75,32 +77,14 @@ export class EndpointSync {
    */
   async catchUp(): Promise<void> {
     if (this.#closed) return;
-    if (this.#running !== undefined) {
-      // The running round may have read the log before the caller's change: it goes round once more.
-      this.#again = true;
-      return this.#running;
-    }
-    this.#running = (async () => {
-      do {
-        this.#again = false;
-        try {
-          await this.#round();
-        } catch (error) {
-          this.#deps.onError(error);
-        }
-      } while (this.#again && !this.#closed);
-      // In the same synchronous step as the last look at #again: cleared in a `finally`, a few
-      // microtasks later, a catch-up asked for in between would join a run that had ended.
-      this.#running = undefined;
-    })();
-    return this.#running;
+    return this.#rounds.request();
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     this.#timer?.cancel();
     this.#timer = undefined;
-    await this.#running;
+    await this.#rounds.idle;
   }
 
   async #round(): Promise<void> {
