@@ -1,7 +1,7 @@
 /**
  * Classification of an attempt's {@link Outcome}: delivered, worth retrying, or
- * permanently failed. Pure: the rules are the tables below (DESIGN.md,
- * "Retries"); the actor acts on the verdict.
+ * permanently failed. Pure: the rules are the tables below (docs/DELIVERY.md,
+ * "What counts as success, what is retried"); the actor acts on the verdict.
  */
 import type { Outcome } from '../model.ts';
 import { parseRetryAfter } from './retry-after.ts';

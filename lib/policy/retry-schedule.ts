@@ -16,7 +16,7 @@ const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
 /**
- * The named schedules. `default` is the one DESIGN.md specifies: 8 retries
+ * The named schedules. `default` is the documented one (docs/DELIVERY.md): 8 retries
  * after the first attempt (9 attempts) spread over about 31 hours, long enough
  * to ride out a consumer's bad night without paging anyone.
  */
