@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { resolveConfig, type ConfigOverrides } from '../../lib/config/config.ts';
 import { Herald } from '../../lib/herald.ts';
+import type { EventInput } from '../../lib/producer/validate-event.ts';
 
 /** Milliseconds with sub-millisecond resolution, comparable across processes on this machine. */
 export { machineNowMs as preciseNow } from './machine-clock.ts';
@@ -247,6 +248,18 @@ export function payloadOf(bytes: number, n: number): Record<string, unknown> {
   const head = { n, kind: 'bench', at: 0 };
   const pad = Math.max(0, bytes - JSON.stringify({ ...head, pad: '' }).length);
   return { ...head, pad: 'x'.repeat(pad) };
+}
+
+/**
+ * Events `from` to `to` (exclusive) of a backlog spread round-robin over `endpointIds`, each
+ * addressed to its endpoint, with a `bodyBytes` payload numbered `n`.
+ */
+export function backlogBatch(from: number, to: number, endpointIds: readonly string[], bodyBytes: number): EventInput[] {
+  const batch: EventInput[] = [];
+  for (let n = from; n < to; n++) {
+    batch.push({ tenantId: 'bench', type: 'bench.event', endpointId: endpointIds[n % endpointIds.length]!, payload: payloadOf(bodyBytes, n) });
+  }
+  return batch;
 }
 
 // Numbers -------------------------------------------------------------------

@@ -39,7 +39,7 @@ import { Herald } from '../../../lib/herald.ts';
 import { publish as publishPostgres } from '../../../lib/producer/postgres-publish.ts';
 import { publish as publishSqlite } from '../../../lib/producer/sqlite-publish.ts';
 import type { EventInput } from '../../../lib/producer/validate-event.ts';
-import { payloadOf, preciseNow, progress, round, sleep, startClusterNode, startSinkProcess, waitFor, type ClusterNode, type ScenarioOptions, type ScenarioResult } from '../harness.ts';
+import { backlogBatch, preciseNow, progress, round, sleep, startClusterNode, startSinkProcess, waitFor, type ClusterNode, type ScenarioOptions, type ScenarioResult } from '../harness.ts';
 import { Cleanup, clockTicksPerSecond, processTicks, selfTicks, treeTicks } from '../peers/peer-kit.ts';
 import { PostgresUnavailableError, startBenchPostgres, type BenchPostgres } from '../postgres-server.ts';
 
@@ -209,11 +209,7 @@ async function clusterRun(
     const ticksBefore = read();
     const started = preciseNow();
     for (let from = 0; from < events; from += PUBLISH_BATCH) {
-      const batch: EventInput[] = [];
-      for (let n = from; n < Math.min(events, from + PUBLISH_BATCH); n++) {
-        batch.push({ tenantId: 'bench', type: 'bench.event', endpointId: endpointIds[n % ENDPOINTS]!, payload: payloadOf(BODY_BYTES, n) });
-      }
-      await publish(batch);
+      await publish(backlogBatch(from, Math.min(events, from + PUBLISH_BATCH), endpointIds, BODY_BYTES));
       await new Promise((resolve) => setImmediate(resolve));
     }
     let lastReport = 0;

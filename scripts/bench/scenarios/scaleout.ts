@@ -30,8 +30,7 @@ import pg from 'pg';
 import { resolveConfig } from '../../../lib/config/config.ts';
 import { Herald } from '../../../lib/herald.ts';
 import { publish as publishPostgres } from '../../../lib/producer/postgres-publish.ts';
-import type { EventInput } from '../../../lib/producer/validate-event.ts';
-import { payloadOf, preciseNow, progress, round, sleep, startClusterNode, startSinkProcess, waitFor, type ClusterNode, type ScenarioOptions, type ScenarioResult } from '../harness.ts';
+import { backlogBatch, preciseNow, progress, round, sleep, startClusterNode, startSinkProcess, waitFor, type ClusterNode, type ScenarioOptions, type ScenarioResult } from '../harness.ts';
 import { Cleanup } from '../peers/peer-kit.ts';
 import { PostgresUnavailableError, startBenchPostgres, type BenchPostgres } from '../postgres-server.ts';
 
@@ -173,11 +172,7 @@ async function scaleRun(server: BenchPostgres, sink: Sink, endpointCount: number
 
     const started = preciseNow();
     for (let from = 0; from < events; from += PUBLISH_BATCH) {
-      const batch: EventInput[] = [];
-      for (let n = from; n < Math.min(events, from + PUBLISH_BATCH); n++) {
-        batch.push({ tenantId: 'bench', type: 'bench.event', endpointId: endpointIds[n % endpointCount]!, payload: payloadOf(BODY_BYTES, n) });
-      }
-      await publishPostgres(producer, batch);
+      await publishPostgres(producer, backlogBatch(from, Math.min(events, from + PUBLISH_BATCH), endpointIds, BODY_BYTES));
     }
     const total = (): number => nodes.reduce((sum, n) => sum + n.delivered, 0);
     const done = await waitFor(() => total() >= events, 180_000, 20);
