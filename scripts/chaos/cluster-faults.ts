@@ -21,7 +21,7 @@ import { Webhook } from 'standardwebhooks';
 import type { ConfigOverrides } from '../../lib/config/config.ts';
 import { Cleanup } from '../bench/peers/peer-kit.ts';
 import { PostgresUnavailableError, startBenchPostgres } from '../bench/postgres-server.ts';
-import { fmtMs, heraldNode, recordingServer, sleep, type CaseContext, type ChaosCase, type HeraldNode, type Received } from './harness.ts';
+import { fmtMs, heraldNode, recordingServer, sleep, type CaseContext, type ChaosCase, type HeraldNode, type Received, type RecordingServer } from './harness.ts';
 
 const LOOPBACK = ['127.0.0.0/8'];
 /** One key for the whole cluster: every node opens the secrets the others sealed. */
@@ -88,6 +88,31 @@ function steadyTraffic(ctx: CaseContext, node: HeraldNode, tenantId: string, eve
     await loop;
     return ids;
   };
+}
+
+/** A request's endpoint path and event: one (event, endpoint) pair. */
+const pairOf = (r: Received): string => `${r.path} ${String(r.headers['webhook-id'])}`;
+
+/**
+ * Waits (at most `timeoutMs`) until every published event has reached each of the `endpoints`
+ * at-least-once endpoints (`/least/0` …); answers how many (event, endpoint) pairs are missing.
+ */
+async function missingAtLeastOnce(ctx: CaseContext, sink: RecordingServer, published: readonly string[], endpoints: number, timeoutMs: number): Promise<number> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    ctx.alive();
+    const got = new Set(sink.received.map(pairOf));
+    let missing = 0;
+    for (let e = 0; e < endpoints; e++) for (const id of published) if (!got.has(`/least/${e} ${id}`)) missing += 1;
+    if (missing === 0 || performance.now() >= deadline) return missing;
+    await sleep(250);
+  }
+}
+
+/** The requests to the at-most-once endpoints (`/most/…`), and how many of them repeat an (event, endpoint) pair. */
+function atMostOnceSentTwice(sink: RecordingServer): { sent: number; twice: number } {
+  const sent = sink.received.filter((r) => r.path.startsWith('/most/'));
+  return { sent: sent.length, twice: sent.length - new Set(sent.map(pairOf)).size };
 }
 
 type Change = 'url' | 'secret' | 'disable' | 'eventTypes';
@@ -265,20 +290,11 @@ const partitionCase: ChaosCase = {
 
     // Every event published reaches every at-least-once endpoint (they take every type).
     const settleStart = performance.now();
-    let missing = Infinity;
-    while (performance.now() - settleStart < 60_000) {
-      ctx.alive();
-      const got = new Set(sink.received.map((r) => `${r.path} ${String(r.headers['webhook-id'])}`));
-      missing = 0;
-      for (let e = 0; e < 20; e++) for (const id of published) if (!got.has(`/least/${e} ${id}`)) missing += 1;
-      if (missing === 0) break;
-      await sleep(250);
-    }
+    const missing = await missingAtLeastOnce(ctx, sink, published, 20, 60_000);
     const settledMs = performance.now() - settleStart;
     const letters = await b.api('GET', '/v1/dead-letters?limit=1000');
     const unsent = ((letters.json as { data?: Array<{ reason: string }> } | undefined)?.data ?? []).filter((l) => l.reason.includes('TAKEN_OVER')).length;
-    const mostOnce = sink.received.filter((r) => r.path.startsWith('/most/'));
-    const mostTwice = mostOnce.length - new Set(mostOnce.map((r) => `${r.path} ${String(r.headers['webhook-id'])}`)).size;
+    const mostOnce = atMostOnceSentTwice(sink);
 
     ctx.figure('events published', published.length);
     ctx.figure('A /readyz 503 after', fmtMs(unreadyMs));
@@ -290,7 +306,7 @@ const partitionCase: ChaosCase = {
     ctx.check('A said 503 on /readyz within 5 s', unreadyMs !== undefined && unreadyMs <= 5_000, fmtMs(unreadyMs));
     ctx.check(`B covered A's slots within ${(ENGINE.leaseMs + 2 * ENGINE.renewIntervalMs + 5_000) / 1000} s`, coveredMs !== undefined && coveredMs <= ENGINE.leaseMs + 2 * ENGINE.renewIntervalMs + 5_000, fmtMs(coveredMs));
     ctx.check('every event reached every at-least-once endpoint', missing === 0, `${missing} (event, endpoint) pairs missing`);
-    ctx.check('no at-most-once delivery was sent twice', mostTwice === 0, `${mostTwice} sent twice of ${mostOnce.length}`);
+    ctx.check('no at-most-once delivery was sent twice', mostOnce.twice === 0, `${mostOnce.twice} sent twice of ${mostOnce.sent}`);
     ctx.check('A was ready again within 10 s of the heal', readyAgainMs !== undefined && readyAgainMs <= 10_000, fmtMs(readyAgainMs));
   },
 };
@@ -327,17 +343,7 @@ const skewCase: ChaosCase = {
         offset = sa?.clockOffsetMs ?? offset;
       }
       const published = await stop();
-      const received = new Set(sink.received.map((r) => `${r.path} ${String(r.headers['webhook-id'])}`));
-      const deadline = performance.now() + 30_000;
-      let missing = Infinity;
-      while (performance.now() < deadline) {
-        ctx.alive();
-        for (const r of sink.received) received.add(`${r.path} ${String(r.headers['webhook-id'])}`);
-        missing = 0;
-        for (let e = 0; e < 10; e++) for (const id of published) if (!received.has(`/least/${e} ${id}`)) missing += 1;
-        if (missing === 0) break;
-        await sleep(250);
-      }
+      const missing = await missingAtLeastOnce(ctx, sink, published, 10, 30_000);
       const shared = splits.every((split) => split.split('+').every((n) => Number(n) > 0));
       const expected = skew === '+30s' ? -30_000 : 30_000;
       ctx.figure(`${skew}: slots A+B at each look`, splits.join(' '));
@@ -348,9 +354,8 @@ const skewCase: ChaosCase = {
       await a.kill('SIGTERM');
       await b.kill('SIGTERM');
     }
-    const mostOnce = sink.received.filter((r) => r.path.startsWith('/most/'));
-    const twice = mostOnce.length - new Set(mostOnce.map((r) => `${r.path} ${String(r.headers['webhook-id'])}`)).size;
-    ctx.check('no at-most-once delivery was sent twice', twice === 0, `${twice} of ${mostOnce.length}`);
+    const { sent, twice } = atMostOnceSentTwice(sink);
+    ctx.check('no at-most-once delivery was sent twice', twice === 0, `${twice} of ${sent}`);
   },
 };
 
