@@ -26,10 +26,10 @@ import {
   type EndpointChanges,
 } from './endpoints/endpoint-input.ts';
 import { validateFailureGroupInput } from './dead-letters/failure-group-input.ts';
-import type { FailureGroup, FailureGroupFilter, FailureGroupReplay } from './dead-letters/failure-groups.ts';
+import type { FailureGroup, FailureGroupFilter, FailureGroupReplay } from './store/failure-groups.ts';
 import { ReplayJobs, type ReplayJob, type ReplayJobOptions } from './dead-letters/replay-jobs.ts';
 import { ReviewWatch, UNREVIEWED_COUNT_CAP } from './dead-letters/review-watch.ts';
-import type { OperatorTriageState, TriageOutcome } from './dead-letters/triage.ts';
+import type { OperatorTriageState, TriageOutcome } from './store/triage.ts';
 import { validateBulkTriageInput, validateTriageInput } from './dead-letters/triage-input.ts';
 import { BreakerFamily, type BreakerState } from './engine/breaker.ts';
 import type { EngineEvents } from './engine/engine-events.ts';
@@ -65,7 +65,7 @@ import { TenantTokens } from './tenants/tenant-tokens.ts';
 
 /** The type of the event `sendTestEvent` sends: consumers can recognise it and answer 2xx without acting. */
 export const TEST_EVENT_TYPE = 'herald.test';
-import { isInScope, type SeriesScope } from './status/delivery-minutes.ts';
+import { isInScope, type SeriesScope } from './store/delivery-minutes.ts';
 import { ALL_ENDPOINTS, seriesOf, seriesRange, type DeliverySeries, type SeriesRequest } from './status/delivery-series.ts';
 import { clusterStatsOf, LAST_FAILURE_GROUPS, statsRange, type ClusterStats } from './status/cluster-stats.ts';
 import { DeliveryMinuteRecorder } from './status/minute-recorder.ts';
@@ -197,7 +197,7 @@ export class Herald {
   /** Typed engine events: attempts, breaker changes, pauses, operational events, failures. */
   readonly events = new EventEmitter<EngineEvents>();
   readonly nodeId = newId('node');
-  /** Tokens that let a tenant's developers use the API on their own data (lib/status/caller-scope.ts). */
+  /** Tokens that let a tenant's developers use the API on their own data (lib/tenants/caller-scope.ts). */
   readonly tenantTokens: TenantTokens;
   readonly #clock: Clock;
   readonly #clusterClock: ClusterClock;
@@ -746,7 +746,7 @@ export class Herald {
   }
 
   /**
-   * Acknowledges or discards one open dead letter with `{note, by}` (lib/dead-letters/triage.ts).
+   * Acknowledges or discards one open dead letter with `{note, by}` (lib/store/triage.ts).
    * @throws ValidationError naming `note`, `by` or an unknown field; NotFoundError (`deadLetterId`);
    *   ConflictError when it was replayed or discarded already.
    */

@@ -14,7 +14,7 @@ export { MAX_PAYLOAD_DEPTH, type EventInput } from './producer/validate-event.ts
 export { JsonText } from './producer/json-text.ts';
 export { verify, WebhookHeader, WebhookVerificationError, type VerifiedWebhook, type VerifyOptions } from './signing/verify.ts';
 export { resolveConfig, readConfigFile, configFromEnv, type HeraldConfig, type ConfigOverrides } from './config/config.ts';
-export { StatusServer } from './status/status-server.ts';
+export { StatusServer } from './api/status-server.ts';
 export { systemClock, systemRandom, ManualClock, seededRandom, type Clock, type Random, type TimerHandle } from './clock.ts';
 export {
   ErrorCode,
@@ -36,7 +36,7 @@ export type { OutboxEvent, Endpoint, Delivery, Attempt, Outcome, DeadLetter, Del
 export { DisabledReason, JitterKind, TriageState, type Triage } from './model.ts';
 export { ReplayJobState, type ReplayJob, type ReplayJobOptions } from './dead-letters/replay-jobs.ts';
 export type { Store } from './store/port.ts';
-export type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals, SeriesScope } from './status/delivery-minutes.ts';
+export type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals, SeriesScope } from './store/delivery-minutes.ts';
 export type { ClusterStats } from './status/cluster-stats.ts';
 export type { EndpointRecent } from './status/endpoint-stats.ts';
 export type { DeliverySeries, SeriesPoint, SeriesRequest, SeriesWindow } from './status/delivery-series.ts';

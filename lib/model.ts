@@ -297,7 +297,7 @@ export interface DeadLetter {
 
 /**
  * Where a dead letter stands in the operators' review. `new` and `acknowledged` are open (still in
- * the queue); `replayed` and `discarded` are closed. The rules are `lib/dead-letters/triage.ts`'s.
+ * the queue); `replayed` and `discarded` are closed. The rules are `lib/store/triage.ts`'s.
  */
 export const TriageState = {
   /** Nobody has looked at it yet: what `deadLetters.reviewWithinMs` watches. */

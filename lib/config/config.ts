@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { isTenantWeight, TENANT_WEIGHT_RULE } from '../engine/in-flight-limiter.ts';
 import { ConfigError } from '../errors.ts';
 import { RETRY_PRESETS } from '../policy/retry-schedule.ts';
+import type { SecretKeySettings } from '../signing/secret-key-source.ts';
 import { decodeSecretKey, SECRET_KEY_RULE } from '../signing/secret-key-text.ts';
 import { isPostgresSetting, redactUri, STORE_RULE } from '../store/store-setting.ts';
 
@@ -92,14 +93,7 @@ export interface HeraldConfig {
    * With neither `key` nor `keyFile`, a SQLite store's Herald generates `dataDir/secret-key`;
    * a PostgreSQL or MongoDB store's keeps secrets plain (every node needs the same key).
    */
-  readonly secrets: {
-    /** 32 bytes, base64 or hex; `HERALD_SECRET_KEY`. @default null */
-    readonly key: string | null;
-    /** A file holding the key (base64 or hex); `HERALD_SECRET_KEY_FILE`. Not with `key`. @default null */
-    readonly keyFile: string | null;
-    /** Keys that still open secrets sealed before a key rotation; `HERALD_SECRET_KEYS_PREVIOUS`, comma-separated. @default [] */
-    readonly previousKeys: readonly string[];
-  };
+  readonly secrets: SecretKeySettings;
   readonly engine: {
     /** The SQLite store on a thread of its own, committing writes in groups (system clock only). */
     readonly storeThread: boolean;

@@ -4,7 +4,7 @@
  */
 import { ValidationError } from '../errors.ts';
 import { isFailureKind } from '../policy/failure-kind.ts';
-import type { FailureGroupKey } from './failure-groups.ts';
+import type { FailureGroupKey } from '../store/failure-groups.ts';
 
 /** The kinds, as an error tells them. */
 export const FAILURE_KIND_RULE = 'must be a failure kind: http-<status> (e.g. http-503), timeout, dns, tls, refused, reset, network, blocked, redirect or unknown';

@@ -15,7 +15,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { HeraldConfig } from '../config/config.ts';
 import { ConfigError } from '../errors.ts';
 import { SECRET_KEY_BYTES, SecretBox } from './secret-box.ts';
 import { decodeSecretKey, encodeSecretKey, SECRET_KEY_RULE } from './secret-key-text.ts';
@@ -35,6 +34,16 @@ export const SecretKeyOrigin = {
 } as const;
 export type SecretKeyOrigin = (typeof SecretKeyOrigin)[keyof typeof SecretKeyOrigin];
 
+/** Where the key comes from: the configuration's `secrets` section (lib/config/config.ts reads it). */
+export interface SecretKeySettings {
+  /** 32 bytes, base64 or hex; `HERALD_SECRET_KEY`. @default null */
+  readonly key: string | null;
+  /** A file holding the key (base64 or hex); `HERALD_SECRET_KEY_FILE`. Not with `key`. @default null */
+  readonly keyFile: string | null;
+  /** Keys that still open secrets sealed before a key rotation; `HERALD_SECRET_KEYS_PREVIOUS`, comma-separated. @default [] */
+  readonly previousKeys: readonly string[];
+}
+
 export interface SecretKeys {
   readonly box: SecretBox;
   readonly origin: SecretKeyOrigin;
@@ -50,7 +59,7 @@ export interface SecretKeys {
  * @throws ConfigError naming `secrets.keyFile` when the key file cannot be read or does not hold a
  *   key; naming `secrets.previousKeys` when a previous key is the current one.
  */
-export function resolveSecretKeys(secrets: HeraldConfig['secrets'], generateIn: string | null): SecretKeys {
+export function resolveSecretKeys(secrets: SecretKeySettings, generateIn: string | null): SecretKeys {
   const previous = secrets.previousKeys.map((text) => decodeSecretKey(text) as Buffer);
   const boxOf = (current: Buffer): SecretBox => {
     const duplicate = previous.findIndex((key) => key.equals(current));

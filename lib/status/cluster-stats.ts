@@ -8,14 +8,14 @@
  * (`minute-recorder.ts`), so an attempt shows here up to one flush after it ended, on every node.
  *
  * The minutes hold counts only, not errors: an endpoint's `lastFailureAt` and `lastError` come from
- * the failure groups (`lib/dead-letters/failure-groups.ts`), the latest failure that is still open
+ * the failure groups (`lib/store/failure-groups.ts`), the latest failure that is still open
  * (a delivery waiting for its retry, or an open dead letter), and are `null` when none is, even
  * when the window counts failures that have since been delivered. Only the largest
  * {@link LAST_FAILURE_GROUPS} groups in scope are read: a store reads each group's sample by a
  * query of its own, and the pages ask for the stats every 5 s.
  */
-import type { FailureGroup } from '../dead-letters/failure-groups.ts';
-import { MINUTE_MS, minuteOf, type EndpointDeliveryTotals } from './delivery-minutes.ts';
+import type { FailureGroup } from '../store/failure-groups.ts';
+import { MINUTE_MS, minuteOf, type EndpointDeliveryTotals } from '../store/delivery-minutes.ts';
 import type { EndpointRecent } from './endpoint-stats.ts';
 
 /** The failure groups read for the endpoints' last failures, the largest first. */

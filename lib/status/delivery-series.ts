@@ -13,7 +13,7 @@ import {
   minuteOf,
   type DeliveryMinute,
   type MutableCounts,
-} from './delivery-minutes.ts';
+} from '../store/delivery-minutes.ts';
 
 export const SERIES_WINDOWS = Object.freeze({
   '1h': { spanMs: 60 * MINUTE_MS, stepMs: MINUTE_MS },

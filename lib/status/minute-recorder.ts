@@ -21,7 +21,7 @@ import type { EventEmitter } from 'node:events';
 import type { Clock, TimerHandle } from '../clock.ts';
 import type { AttemptEvent, EngineEvents } from '../engine/engine-events.ts';
 import { ConfigError } from '../errors.ts';
-import { emptyCounts, addCounts, latencyBucketOf, MINUTE_MS, minuteOf, type DeliveryMinuteIncrement, type MutableCounts } from './delivery-minutes.ts';
+import { emptyCounts, addCounts, latencyBucketOf, MINUTE_MS, minuteOf, type DeliveryMinuteIncrement, type MutableCounts } from '../store/delivery-minutes.ts';
 
 export interface MinuteRecorderOptions {
   /** The longest the counts of an open minute wait before they are written. @default 10000 */

@@ -34,9 +34,9 @@
  *    lease's `until` is checked: by 1 to 4, while the epoch has not moved, no
  *    one but the claimer can have claimed in the slot.
  */
-import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../dead-letters/failure-groups.ts';
-import type { OperatorTriageState, TriageOutcome } from '../dead-letters/triage.ts';
-import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../status/delivery-minutes.ts';
+import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from './failure-groups.ts';
+import type { OperatorTriageState, TriageOutcome } from './triage.ts';
+import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from './delivery-minutes.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, ReplayJobRecord, ReplayJobState, TenantToken, TriageState } from '../model.ts';
 
 /** A lease on one slot, held by `owner` until `until`. */
@@ -267,7 +267,7 @@ export interface DeadLetterFilter {
 }
 
 /**
- * An operator's decision about dead letters (`lib/dead-letters/triage.ts`): each open one named
+ * An operator's decision about dead letters (`lib/store/triage.ts`): each open one named
  * (new, acknowledged) is set to `state` with the note and who, at `now`; the others are skipped.
  */
 export interface TriageRequest {
@@ -512,7 +512,7 @@ export interface Store {
   /** How many dead letters are in state `new` (up to `cap`: a count walks an index entry each), and the oldest one's time. */
   unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters>;
 
-  // Failures, grouped (lib/dead-letters/failure-groups.ts)
+  // Failures, grouped (lib/store/failure-groups.ts)
   /**
    * The deliveries waiting for a retry after a failed attempt and the open dead letters, grouped
    * by endpoint and failure kind, the largest groups first, at most `filter.limit`; each with a
@@ -535,7 +535,7 @@ export interface Store {
   /** Deletes the token when it is the tenant's; false when the tenant has no such token. */
   deleteTenantToken(tenantId: string, id: string): Promise<boolean>;
 
-  // Delivery minutes (lib/status/delivery-minutes.ts): the charts' per-endpoint, per-minute counts
+  // Delivery minutes (lib/store/delivery-minutes.ts): the charts' per-endpoint, per-minute counts
   /**
    * Adds each increment to its (endpoint, minute) row, creating it at zero first: all of them in one
    * transaction (or one bulk write), all or none. Several nodes may add to the same rows at once.

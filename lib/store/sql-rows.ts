@@ -8,7 +8,7 @@
  */
 import type { AdaptiveConcurrency, Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, ReplayJobFilter, ReplayJobRecord, ReplayJobState, TenantToken, TriageState } from '../model.ts';
 import { EndpointOrdering, EndpointStatus } from '../model.ts';
-import { COUNT_FIELDS, LATENCY_BUCKETS, type DeliveryMinute, type DeliveryMinuteIncrement, type EndpointDeliveryTotals } from '../status/delivery-minutes.ts';
+import { COUNT_FIELDS, LATENCY_BUCKETS, type DeliveryMinute, type DeliveryMinuteIncrement, type EndpointDeliveryTotals } from './delivery-minutes.ts';
 import type { NodeRecord, SlotLease, SlotWeights } from './port.ts';
 
 /** A structured column: JSON text (SQLite) or the parsed value (PostgreSQL `jsonb`). */

@@ -1,7 +1,7 @@
 /**
  * Tenant tokens: the admin issues one for a tenant, hands it to that tenant's
  * developers, and they use the admin API (and the portal) on their own
- * tenant's data only (`lib/status/caller-scope.ts` decides what they may do).
+ * tenant's data only (`lib/tenants/caller-scope.ts` decides what they may do).
  *
  * A token reads `htk_<32 hex>_<43 base64url>`: its record's id, then its
  * secret. It is shown once, when issued; the store keeps the id and a SHA-256

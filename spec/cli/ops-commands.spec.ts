@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { StatusServer } from '../../lib/status/status-server.ts';
+import { StatusServer } from '../../lib/api/status-server.ts';
 import { attemptsSeen, closedPort, startHerald, startServer, type TestHerald, type TestServer } from '../support/harness.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

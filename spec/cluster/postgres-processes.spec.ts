@@ -13,7 +13,7 @@ import { resolveConfig, type ConfigOverrides } from '../../lib/config/config.ts'
 import { Herald } from '../../lib/herald.ts';
 import { publish as publishPg } from '../../lib/producer/postgres-publish.ts';
 import type { PostgresStore } from '../../lib/store/postgres/postgres-store.ts';
-import { StatusServer } from '../../lib/status/status-server.ts';
+import { StatusServer } from '../../lib/api/status-server.ts';
 import { LOOPBACK, nextEvent, type TestServer } from '../support/harness.ts';
 import { allSeen, createEndpoints, deliverThroughAKill, recordingSink } from '../support/kill-one-node.ts';
 import { startNodeProcess, type NodeProcess } from '../support/node-process.ts';

@@ -6,7 +6,7 @@ import {
   SAMPLE_BODY_CHARS,
   withSamples,
   type FailureGroupCount,
-} from '../../lib/dead-letters/failure-groups.ts';
+} from '../../lib/store/failure-groups.ts';
 import { validateFailureGroupInput } from '../../lib/dead-letters/failure-group-input.ts';
 import { ValidationError } from '../../lib/errors.ts';
 import type { Outcome } from '../../lib/model.ts';

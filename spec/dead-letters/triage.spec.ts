@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { canTriage, isTriageState, listedStates, replayableStates, triageOutcome } from '../../lib/dead-letters/triage.ts';
+import { canTriage, isTriageState, listedStates, replayableStates, triageOutcome } from '../../lib/store/triage.ts';
 import type { TriageState } from '../../lib/model.ts';
 
 describe('Dead-letter triage rules', () => {

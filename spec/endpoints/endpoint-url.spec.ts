@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { request } from 'undici';
-import { StatusServer } from '../../lib/status/status-server.ts';
+import { StatusServer } from '../../lib/api/status-server.ts';
 import { attemptsSeen, startHerald, startServer, type TestHerald, type TestServer } from '../support/harness.ts';
 
 const TOKEN = 'test-admin-token-0123456789';

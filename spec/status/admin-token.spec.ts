@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { resolveAdminToken } from '../../lib/status/admin-token.ts';
+import { resolveAdminToken } from '../../lib/api/admin-token.ts';
 
 describe('resolveAdminToken', () => {
   let root: string;

@@ -16,7 +16,7 @@ export function canvasPixels(page: Page, selector: string, rgb: readonly [number
     return n; })()`) as Promise<number>;
 }
 
-/** The colours the charts draw with (lib/status/delivery-charts.ts). */
+/** The colours the charts draw with (lib/api/delivery-charts.ts). */
 export const CHART_COLOURS = {
   delivered: [10, 125, 44],
   latencyP50: [31, 111, 235],

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { resolveConfig } from '../../lib/config/config.ts';
 import { Herald } from '../../lib/herald.ts';
-import type { FailureGroup } from '../../lib/dead-letters/failure-groups.ts';
+import type { FailureGroup } from '../../lib/store/failure-groups.ts';
 import { clusterStatsOf, statsRange } from '../../lib/status/cluster-stats.ts';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';
 import { expectOk, startStatus, type StatusFixture } from './status-fixture.ts';

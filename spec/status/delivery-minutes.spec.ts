@@ -7,7 +7,7 @@ import {
   latencyPercentile,
   minuteOf,
   isInScope,
-} from '../../lib/status/delivery-minutes.ts';
+} from '../../lib/store/delivery-minutes.ts';
 
 /** The nearest-rank percentile of exact durations. */
 function exactPercentile(durations: readonly number[], q: number): number {

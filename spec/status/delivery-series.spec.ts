@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { LATENCY_BUCKETS, latencyBucketOf, MINUTE_MS, type DeliveryMinute } from '../../lib/status/delivery-minutes.ts';
+import { LATENCY_BUCKETS, latencyBucketOf, MINUTE_MS, type DeliveryMinute } from '../../lib/store/delivery-minutes.ts';
 import { seriesOf, seriesRange, seriesRequestOf } from '../../lib/status/delivery-series.ts';
 import { validationErrorOf } from '../support/validation-error.ts';
 

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { ManualClock } from '../../lib/clock.ts';
 import type { AttemptEvent, EngineEvents } from '../../lib/engine/engine-events.ts';
 import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
-import { LATENCY_BUCKETS, latencyBucketOf, MINUTE_MS, type DeliveryMinuteIncrement } from '../../lib/status/delivery-minutes.ts';
+import { LATENCY_BUCKETS, latencyBucketOf, MINUTE_MS, type DeliveryMinuteIncrement } from '../../lib/store/delivery-minutes.ts';
 import { DeliveryMinuteRecorder, MINUTE_RECORDER_DEFAULTS, type MinuteRecorderOptions } from '../../lib/status/minute-recorder.ts';
 import type { Settlement } from '../../lib/store/port.ts';
 

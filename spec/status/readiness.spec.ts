@@ -13,7 +13,7 @@ import { StoreError } from '../../lib/errors.ts';
 import { Herald } from '../../lib/herald.ts';
 import type { OutboxEvent } from '../../lib/model.ts';
 import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
-import { StatusServer } from '../../lib/status/status-server.ts';
+import { StatusServer } from '../../lib/api/status-server.ts';
 import { banner, runHerald, type HeraldProcess } from '../support/herald-cli.ts';
 import { LOOPBACK } from '../support/harness.ts';
 

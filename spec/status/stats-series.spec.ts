@@ -14,7 +14,7 @@ import { StoreError } from '../../lib/errors.ts';
 import { Herald } from '../../lib/herald.ts';
 import type { Store } from '../../lib/store/port.ts';
 import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
-import { MINUTE_MS, minuteOf } from '../../lib/status/delivery-minutes.ts';
+import { MINUTE_MS, minuteOf } from '../../lib/store/delivery-minutes.ts';
 import { attemptsSeen, LOOPBACK, nextEvent, startHerald, startServer, type TestServer } from '../support/harness.ts';
 import { expectOk, startStatus, type StatusFixture } from './status-fixture.ts';
 

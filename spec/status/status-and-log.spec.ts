@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { StoreError } from '../../lib/errors.ts';
-import { encodeCursor, decodeCursor } from '../../lib/status/delivery-cursor.ts';
+import { encodeCursor, decodeCursor } from '../../lib/api/delivery-cursor.ts';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';
 import { expectOk, sample, startStatus, type StatusFixture } from './status-fixture.ts';
 

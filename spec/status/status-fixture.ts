@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { request } from 'undici';
 import type { ConfigOverrides } from '../../lib/config/config.ts';
-import { StatusServer } from '../../lib/status/status-server.ts';
+import { StatusServer } from '../../lib/api/status-server.ts';
 import { startHerald, type TestHerald } from '../support/harness.ts';
 
 export const TOKEN = 'test-admin-token-0123456789';

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { request } from 'undici';
 import type { ConfigOverrides } from '../../lib/config/config.ts';
 import { verify } from '../../lib/signing/verify.ts';
-import { StatusServer } from '../../lib/status/status-server.ts';
+import { StatusServer } from '../../lib/api/status-server.ts';
 import { planDeliveries } from '../../lib/engine/fanout.ts';
 import { attemptsSeen, startHerald, startServer, type TestHerald, type TestServer } from '../support/harness.ts';
 

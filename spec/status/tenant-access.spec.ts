@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { request } from 'undici';
 import { TEST_EVENT_TYPE } from '../../lib/herald.ts';
-import type { RouteAccess } from '../../lib/status/caller-scope.ts';
+import type { RouteAccess } from '../../lib/tenants/caller-scope.ts';
 import { verify } from '../../lib/signing/verify.ts';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';
 import { startStatus, TOKEN, type StatusFixture } from './status-fixture.ts';

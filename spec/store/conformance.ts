@@ -13,7 +13,7 @@ import type { HeraldError } from '../../lib/errors.ts';
 import { deliveryIdFor, slotOf } from '../../lib/ids.ts';
 import type { Endpoint, OutboxEvent, Outcome, ReplayJobRecord, TenantToken } from '../../lib/model.ts';
 import type { AttemptRecord, ClaimRequest, NewDelivery, Store } from '../../lib/store/port.ts';
-import { LATENCY_BUCKETS, type DeliveryMinuteIncrement } from '../../lib/status/delivery-minutes.ts';
+import { LATENCY_BUCKETS, type DeliveryMinuteIncrement } from '../../lib/store/delivery-minutes.ts';
 
 export interface StoreHarness {
   readonly store: Store;

@@ -4,7 +4,7 @@
  * transaction, triaged (acknowledged, discarded), and the unreviewed ones the
  * review check watches.
  */
-import { triageOutcome, type TriageOutcome } from '../../dead-letters/triage.ts';
+import { triageOutcome, type TriageOutcome } from '../triage.ts';
 import type { DeadLetter } from '../../model.ts';
 import type { DeadLetterFilter, ReplayableDeadLetter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
 import { CHUNK } from './collections.ts';

@@ -1,5 +1,5 @@
 /**
- * Delivery minutes in MongoDB (`delivery_minutes`, lib/status/delivery-minutes.ts): a batch of
+ * Delivery minutes in MongoDB (`delivery_minutes`, lib/store/delivery-minutes.ts): a batch of
  * increments as one bulk write of `$inc` upserts in one transaction (all or none, as in the SQL
  * stores: the recorder adds a failed batch again, which must then not have landed in part), and a
  * window of minutes summed over an endpoint, a tenant or every endpoint by one aggregation: per
@@ -14,7 +14,7 @@ import {
   type DeliveryMinuteIncrement,
   type DeliveryMinutesQuery,
   type EndpointDeliveryTotals,
-} from '../../status/delivery-minutes.ts';
+} from '../delivery-minutes.ts';
 import type { StoreDb } from './collections.ts';
 import type { DeliveryMinuteDoc } from './schema.ts';
 

@@ -13,7 +13,7 @@ import {
   type FailureGroupKey,
   type FailureGroupReplay,
   type SampleSource,
-} from '../../dead-letters/failure-groups.ts';
+} from '../failure-groups.ts';
 import type { Outcome } from '../../model.ts';
 import type { StoreDb } from './collections.ts';
 import { replayDeadLetters } from './dead-letters.ts';

@@ -66,12 +66,12 @@ import type {
   TriageRequest,
   UnreviewedDeadLetters,
 } from '../port.ts';
-import type { TriageOutcome } from '../../dead-letters/triage.ts';
+import type { TriageOutcome } from '../triage.ts';
 import { ChangeFeed } from './change-feed.ts';
 import type { ChangeFeedRestart, ChangeStreamLike } from './change-feed.ts';
 import { claimDue, claimForEndpoints, UnsentClaims } from './claims.ts';
 import type { StoreDb } from './collections.ts';
-import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../../dead-letters/failure-groups.ts';
+import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../failure-groups.ts';
 import { failureGroups, replayFailureGroup } from './failure-groups.ts';
 import { countReplayableDeadLetters, getDeadLetter, listDeadLetters, replayableDeadLetterPage, replayDeadLetters, triageDeadLetters, unreviewedDeadLetters } from './dead-letters.ts';
 import { countDeliveries, getDelivery, listAttempts, listDeliveries, listDeliveriesAfterSequence, nextDueAt } from './delivery-log.ts';
@@ -86,7 +86,7 @@ import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './queries.ts';
 import { ResumeTokenKeeper } from './resume-tokens.ts';
 import { purge, purgeDeliveryMinutes } from './retention.ts';
 import { addDeliveryMinutes, deliveryMinutes, deliveryTotals } from './delivery-minutes.ts';
-import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../../status/delivery-minutes.ts';
+import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../delivery-minutes.ts';
 import { checkServerSupport, tooOldProblem } from './server-check.ts';
 import type { ServerSupport } from './server-check.ts';
 import { Collections, ensureSchema, MetaKeys } from './schema.ts';

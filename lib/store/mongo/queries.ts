@@ -10,8 +10,8 @@
  * ({@link settleFilter}).
  */
 import type { Document, Filter, ObjectId, UpdateFilter } from 'mongodb';
-import type { FailureGroupFilter, FailureGroupKey } from '../../dead-letters/failure-groups.ts';
-import { listedStates, OPEN_TRIAGE_STATES, replayableStates, TRIAGE_STATES } from '../../dead-letters/triage.ts';
+import type { FailureGroupFilter, FailureGroupKey } from '../failure-groups.ts';
+import { listedStates, OPEN_TRIAGE_STATES, replayableStates, TRIAGE_STATES } from '../triage.ts';
 import { failureKind } from '../../policy/failure-kind.ts';
 import type { DeliveryStatus, TriageState } from '../../model.ts';
 import type { AttemptRecord, ClaimRequest, DeadLetterFilter, DeliveryFilter, EndpointPatch, Settlement, TriageRequest } from '../port.ts';

@@ -198,7 +198,7 @@ export interface DeadLetterDoc {
   round: number;
   createdAt: number;
   replayedAt: number | null;
-  /** Where the operators' review stands (`lib/dead-letters/triage.ts`); indexed with `createdAt`. */
+  /** Where the operators' review stands (`lib/store/triage.ts`); indexed with `createdAt`. */
   triage: TriageDoc;
   /** Insertion order among dead letters created in the same millisecond. */
   ord: ObjectId;
@@ -216,7 +216,7 @@ export interface TriageDoc {
 }
 
 /**
- * One endpoint's minute (lib/status/delivery-minutes.ts), written only by `$inc` of increments, so
+ * One endpoint's minute (lib/store/delivery-minutes.ts), written only by `$inc` of increments, so
  * nodes add to the same document. `_id` is `<endpointId>@<minute>`; `latency` holds the attempts per
  * duration bucket as `b00` … `b24` (fields, not an array: `$inc` on an upserted array element
  * would make an object).

@@ -4,7 +4,7 @@
  * the same event id), their triage (acknowledged, discarded), and the
  * unreviewed ones the review check watches.
  */
-import { listedStates, OPEN_TRIAGE_STATES, replayableStates, TRIAGE_STATES, triageOutcome, type TriageOutcome } from '../../dead-letters/triage.ts';
+import { listedStates, OPEN_TRIAGE_STATES, replayableStates, TRIAGE_STATES, triageOutcome, type TriageOutcome } from '../triage.ts';
 import type { DeadLetter, TriageState } from '../../model.ts';
 import type { DeadLetterFilter, ReplayableDeadLetter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
 import { clampLimit, Conditions, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './delivery-log.ts';

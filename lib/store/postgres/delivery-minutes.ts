@@ -1,10 +1,10 @@
 /**
- * Delivery minutes in PostgreSQL (`delivery_minutes`, lib/status/delivery-minutes.ts): a batch of
+ * Delivery minutes in PostgreSQL (`delivery_minutes`, lib/store/delivery-minutes.ts): a batch of
  * increments added to their (endpoint, minute) rows by one statement (`unnest` of one array per
  * column, so any batch is one round trip and one transaction), and a window of minutes summed over
  * an endpoint, a tenant or every endpoint: per minute (the charts) or per endpoint (the stats).
  */
-import { byEndpointId, type DeliveryMinute, type DeliveryMinuteIncrement, type DeliveryMinutesQuery, type EndpointDeliveryTotals } from '../../status/delivery-minutes.ts';
+import { byEndpointId, type DeliveryMinute, type DeliveryMinuteIncrement, type DeliveryMinutesQuery, type EndpointDeliveryTotals } from '../delivery-minutes.ts';
 import { deliveryMinuteOf, deliveryTotalsOf, MINUTE_COLUMNS, MINUTE_COUNT_COLUMNS, minuteValuesOf, type DeliveryMinuteRow } from '../sql-rows.ts';
 import { named, type Sql, type Statement } from './sql.ts';
 

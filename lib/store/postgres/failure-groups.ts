@@ -3,7 +3,7 @@
  * `deliveries_failing` and `dead_letters_failing` (the failing rows only, index-only), each
  * group's sample read by one seek, and a group's retrying deliveries made due.
  */
-import type { FailureGroupCount, FailureGroupFilter, FailureGroupKey, SampleSource } from '../../dead-letters/failure-groups.ts';
+import type { FailureGroupCount, FailureGroupFilter, FailureGroupKey, SampleSource } from '../failure-groups.ts';
 import type { Outcome } from '../../model.ts';
 import { Conditions } from './delivery-log.ts';
 import type { Sql } from './sql.ts';

@@ -62,8 +62,8 @@ import {
   type FailureGroupFilter,
   type FailureGroupKey,
   type FailureGroupReplay,
-} from '../../dead-letters/failure-groups.ts';
-import type { TriageOutcome } from '../../dead-letters/triage.ts';
+} from '../failure-groups.ts';
+import type { TriageOutcome } from '../triage.ts';
 import { redactUri } from '../store-setting.ts';
 import { ClaimQueries } from './claims.ts';
 import { DeadLetterQueries, REPLAY_CHUNK } from './dead-letters.ts';
@@ -75,7 +75,7 @@ import { FanOutQueries } from './fan-out.ts';
 import { LeaseQueries } from './leases.ts';
 import { PURGE_CHUNK, RetentionQueries } from './retention.ts';
 import { DeliveryMinuteQueries } from './delivery-minutes.ts';
-import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../../status/delivery-minutes.ts';
+import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../delivery-minutes.ts';
 import { DEFAULT_POSTGRES_SCHEMA, migratePostgresSchema, validSchemaName } from './schema.ts';
 import { SettleQueries } from './settle.ts';
 import { sqlOn, type Sql } from './sql.ts';

@@ -235,7 +235,7 @@ CREATE INDEX tenant_tokens_tenant ON ${s}.tenant_tokens (tenant_id, created_at, 
     version: 7,
     what: 'delivery minutes: per endpoint and minute, attempts by outcome, first attempts and a latency histogram (the charts)',
     // Written by increments (ON CONFLICT … + EXCLUDED), never read back by the writer: nodes add to the
-    // same rows. latency_00 … latency_24: attempts per duration bucket (lib/status/delivery-minutes.ts).
+    // same rows. latency_00 … latency_24: attempts per duration bucket (lib/store/delivery-minutes.ts).
     // The key serves one endpoint's series; (minute) every endpoint's and the retention delete;
     // (tenant_id, minute) a tenant's.
     sql: (s) => `

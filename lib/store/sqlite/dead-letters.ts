@@ -5,7 +5,7 @@
  * ones the review check watches.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import { listedStates, replayableStates, TRIAGE_STATES, triageOutcome, type TriageOutcome } from '../../dead-letters/triage.ts';
+import { listedStates, replayableStates, TRIAGE_STATES, triageOutcome, type TriageOutcome } from '../triage.ts';
 import type { DeadLetter, TriageState } from '../../model.ts';
 import type { DeadLetterFilter, ReplayableDeadLetter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
 import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './delivery-log.ts';

@@ -1,10 +1,10 @@
 /**
- * Delivery minutes in SQLite (`delivery_minutes`, lib/status/delivery-minutes.ts): increments added
+ * Delivery minutes in SQLite (`delivery_minutes`, lib/store/delivery-minutes.ts): increments added
  * to their (endpoint, minute) rows with one upsert each, and a window of minutes summed over an
  * endpoint, a tenant or every endpoint: per minute (the charts) or per endpoint (the stats).
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import { byEndpointId, type DeliveryMinute, type DeliveryMinuteIncrement, type DeliveryMinutesQuery, type EndpointDeliveryTotals } from '../../status/delivery-minutes.ts';
+import { byEndpointId, type DeliveryMinute, type DeliveryMinuteIncrement, type DeliveryMinutesQuery, type EndpointDeliveryTotals } from '../delivery-minutes.ts';
 import { deliveryMinuteOf, deliveryTotalsOf, MINUTE_COLUMNS, MINUTE_COUNT_COLUMNS, minuteValuesOf, type DeliveryMinuteRow } from '../sql-rows.ts';
 import type { Statement } from './sql.ts';
 

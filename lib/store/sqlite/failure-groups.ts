@@ -4,7 +4,7 @@
  * read by one seek, and a group replayed.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import type { FailureGroupCount, FailureGroupFilter, FailureGroupKey, SampleSource } from '../../dead-letters/failure-groups.ts';
+import type { FailureGroupCount, FailureGroupFilter, FailureGroupKey, SampleSource } from '../failure-groups.ts';
 import type { Outcome } from '../../model.ts';
 import { fromJson, type JsonColumn } from '../sql-rows.ts';
 import { scopeWhere } from './dead-letters.ts';

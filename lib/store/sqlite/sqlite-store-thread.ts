@@ -46,9 +46,9 @@ import type {
   TriageRequest,
   UnreviewedDeadLetters,
 } from '../port.ts';
-import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../../dead-letters/failure-groups.ts';
-import type { TriageOutcome } from '../../dead-letters/triage.ts';
-import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../../status/delivery-minutes.ts';
+import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../failure-groups.ts';
+import type { TriageOutcome } from '../triage.ts';
+import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../delivery-minutes.ts';
 import type { SqliteStoreOptions } from './sqlite-store.ts';
 import { rebuildError, type StoreThreadMethod, type StoreThreadReply, type StoreThreadRequest } from './store-thread-messages.ts';
 

@@ -68,9 +68,9 @@ import {
   type FailureGroupFilter,
   type FailureGroupKey,
   type FailureGroupReplay,
-} from '../../dead-letters/failure-groups.ts';
-import type { TriageOutcome } from '../../dead-letters/triage.ts';
-import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../../status/delivery-minutes.ts';
+} from '../failure-groups.ts';
+import type { TriageOutcome } from '../triage.ts';
+import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../delivery-minutes.ts';
 import { ClaimStatements } from './claims.ts';
 import { CommitGroup, type MemberOutcome } from './commit-group.ts';
 import { DeadLetterStatements, REPLAY_CHUNK } from './dead-letters.ts';

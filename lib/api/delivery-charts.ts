@@ -27,7 +27,7 @@ export const DELIVERY_CHARTS_SCRIPT_PATH = '/assets/herald-charts.js';
  * The browser script. Plain JavaScript (no build step), a classic script: one global,
  * `deliveryCharts`, and everything else inside it.
  */
-export const DELIVERY_CHARTS_SCRIPT = String.raw`/* Herald's delivery charts (lib/status/delivery-charts.ts), drawn with uPlot (/assets/uplot.iife.min.js, loaded first). */
+export const DELIVERY_CHARTS_SCRIPT = String.raw`/* Herald's delivery charts (lib/api/delivery-charts.ts), drawn with uPlot (/assets/uplot.iife.min.js, loaded first). */
 const deliveryCharts = (() => {
   const $ = (id) => document.getElementById(id);
   const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));

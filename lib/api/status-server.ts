@@ -27,20 +27,20 @@ import {
   isHeraldError,
 } from '../errors.ts';
 import type { Herald } from '../herald.ts';
-import type { FailureGroupFilter } from '../dead-letters/failure-groups.ts';
-import { isTriageState, TRIAGE_STATES } from '../dead-letters/triage.ts';
+import type { FailureGroupFilter } from '../store/failure-groups.ts';
+import { isTriageState, TRIAGE_STATES } from '../store/triage.ts';
 import { sequencePageRequest } from '../endpoints/sequence-page.ts';
 import { DeliveryStatus, TriageState } from '../model.ts';
 import { parseEventsBody } from '../producer/json-text.ts';
 import type { DeadLetterFilter, DeliveryFilter } from '../store/port.ts';
 import { looksLikeTenantToken } from '../tenants/tenant-tokens.ts';
-import { ADMIN, authorizeCall, newEndpointBody, Owned, type Caller, type OwnerOf, type RouteAccess } from './caller-scope.ts';
+import { ADMIN, authorizeCall, newEndpointBody, Owned, type Caller, type OwnerOf, type RouteAccess } from '../tenants/caller-scope.ts';
 import { ASSET_CACHE_CONTROL, chartAsset, chartAssetPaths, type StaticAsset } from './chart-assets.ts';
 import { dashboardHtml } from './dashboard.ts';
-import { seriesRequestOf } from './delivery-series.ts';
+import { seriesRequestOf } from '../status/delivery-series.ts';
 import { decodeCursor, encodeCursor } from './delivery-cursor.ts';
-import { EndpointStats } from './endpoint-stats.ts';
-import { HeraldMetrics } from './metrics.ts';
+import { EndpointStats } from '../status/endpoint-stats.ts';
+import { HeraldMetrics } from '../status/metrics.ts';
 import { portalHtml } from './portal.ts';
 
 export interface StatusServerOptions {
