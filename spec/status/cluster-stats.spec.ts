@@ -9,7 +9,7 @@ import { Herald } from '../../lib/herald.ts';
 import type { FailureGroup } from '../../lib/store/failure-groups.ts';
 import { clusterStatsOf, statsRange } from '../../lib/status/cluster-stats.ts';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';
-import { expectOk, startStatus, type StatusFixture } from './status-fixture.ts';
+import { expectOk, startStatus, type StatusFixture } from '../api/status-fixture.ts';
 
 const HOUR = 3_600_000;
 

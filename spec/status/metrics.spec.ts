@@ -4,7 +4,7 @@ import { register } from 'prom-client';
 import { METRIC_DOCS, MetricName } from '../../lib/status/metric-names.ts';
 import { statusClassOf } from '../../lib/status/metrics.ts';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';
-import { expectOk, sample, startStatus, type StatusFixture } from './status-fixture.ts';
+import { expectOk, sample, startStatus, type StatusFixture } from '../api/status-fixture.ts';
 
 const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 

@@ -10,7 +10,7 @@ import { verify } from '../../lib/signing/verify.ts';
 import { MetricName } from '../../lib/status/metric-names.ts';
 import { OperatorWebhook, type OperatorMessage } from '../../lib/status/operator-webhook.ts';
 import { attemptsSeen, nextEvent, startServer, type TestServer } from '../support/harness.ts';
-import { sample, startStatus, type StatusFixture } from './status-fixture.ts';
+import { sample, startStatus, type StatusFixture } from '../api/status-fixture.ts';
 
 const HOUR = 3_600_000;
 
