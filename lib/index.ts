@@ -2,7 +2,11 @@
  * Herald's public entry: everything a producer, a consumer or an embedding
  * application uses. Inside lib/, modules import from their defining files.
  */
-export { Herald, type ClusterNodeStatus, type DeadLetterView, type EndpointView, type HeraldDeps, type ReencryptOutcome, type StatusSnapshot } from './herald.ts';
+export { Herald, type HeraldDeps } from './herald.ts';
+export type { EndpointView } from './endpoints/endpoint-admin.ts';
+export type { ReencryptOutcome } from './endpoints/secret-admin.ts';
+export type { DeadLetterView } from './dead-letters/dead-letter-desk.ts';
+export type { ClusterNodeStatus, StatusSnapshot } from './status/node-status.ts';
 export { SecretBox, keyIdOf } from './signing/secret-box.ts';
 export { SecretKeyOrigin, type SecretKeys } from './signing/secret-key-source.ts';
 export { publish } from './producer/sqlite-publish.ts';

@@ -13,7 +13,7 @@
 import type { EventEmitter } from 'node:events';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AttemptEvent, EngineEvents, OperationalEvent } from '../engine/engine-events.ts';
-import type { StatusSnapshot } from '../herald.ts';
+import type { StatusSnapshot } from './node-status.ts';
 import type { Outcome } from '../model.ts';
 import { BreakerStateValue, METRIC_DOCS, MetricName, StatusClass } from './metric-names.ts';
 import type { OperatorWebhookEvents } from './operator-webhook.ts';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { request } from 'undici';
-import { TEST_EVENT_TYPE } from '../../lib/herald.ts';
+import { TEST_EVENT_TYPE } from '../../lib/producer/publisher.ts';
 import type { RouteAccess } from '../../lib/tenants/caller-scope.ts';
 import { verify } from '../../lib/signing/verify.ts';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';

@@ -1,0 +1,162 @@
+/**
+ * The endpoints' admin desk: create, read, change, enable, disable and delete an endpoint, and
+ * read its deliveries by sequence number. Every change is written to the store first, then
+ * handed to this node's engine (`EndpointHandoff`), which waits until its actor has it; other
+ * nodes read it from the store's endpoint change log (lib/engine/endpoint-sync.ts).
+ */
+import type { Clock } from '../clock.ts';
+import { ConflictError, NotFoundError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { DisabledReason, type AdaptiveConcurrency, type Endpoint, type RateLimit } from '../model.ts';
+import { generateSecret } from '../signing/secret.ts';
+import type { SecretBox } from '../signing/secret-box.ts';
+import type { Store } from '../store/port.ts';
+import { validateEndpointChanges, validateNewEndpoint, type EndpointDefaults } from './endpoint-input.ts';
+import { rowsToRead, sequencePageOf, type SequencePage, type SequencePageRequest } from './sequence-page.ts';
+
+/** An endpoint as the API shows it: never its secrets. */
+export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit' | 'adaptiveConcurrency'> & {
+  /** `null`: no rate limit. */
+  readonly rateLimit: RateLimit | null;
+  /** `null`: a fixed concurrency. */
+  readonly adaptiveConcurrency: AdaptiveConcurrency | null;
+  readonly secretCount: number;
+  /** When the previous secret stops signing, during a rotation. */
+  readonly previousSecretExpiresAt: number | null;
+};
+
+/** What the engine of this node is told of an endpoint written through it. */
+export interface EndpointHandoff {
+  /** The endpoint as written (`undefined`: deleted); resolves once its actor, if any, has it. */
+  endpointChanged(endpoint: Endpoint | undefined, id: string): Promise<void>;
+  /** There may be deliveries to claim (an endpoint enabled again). */
+  signal(): void;
+}
+
+export type EndpointPatch = Parameters<Store['updateEndpoint']>[1];
+
+export class EndpointAdmin {
+  readonly #store: Store;
+  readonly #clock: Clock;
+  readonly #secretBox: SecretBox;
+  readonly #defaults: EndpointDefaults;
+  readonly #engine: EndpointHandoff;
+
+  constructor(deps: {
+    readonly store: Store;
+    readonly clock: Clock;
+    readonly secretBox: SecretBox;
+    /** What an endpoint created without them gets (from the `delivery` configuration). */
+    readonly defaults: EndpointDefaults;
+    readonly engine: EndpointHandoff;
+  }) {
+    this.#store = deps.store;
+    this.#clock = deps.clock;
+    this.#secretBox = deps.secretBox;
+    this.#defaults = deps.defaults;
+    this.#engine = deps.engine;
+  }
+
+  /**
+   * @returns the endpoint and its first signing secret, shown this once.
+   * @throws ValidationError naming the field and rule; ConflictError for a given `id` that exists.
+   */
+  async create(input: unknown): Promise<{ endpoint: EndpointView; secret: string }> {
+    const fields = validateNewEndpoint(input, this.#defaults);
+    const now = this.#clock.now();
+    const id = fields.id ?? newId('ep');
+    if (fields.id !== undefined && (await this.#store.getEndpoint(id)) !== undefined) {
+      throw new ConflictError(`id: endpoint '${id}' exists already`);
+    }
+    const secret = generateSecret();
+    const endpoint: Endpoint = {
+      id,
+      tenantId: fields.tenantId,
+      url: fields.url,
+      description: fields.description,
+      eventTypes: fields.eventTypes,
+      retry: fields.retry,
+      timeoutMs: fields.timeoutMs,
+      mode: fields.mode,
+      ordering: fields.ordering,
+      concurrency: fields.concurrency,
+      ...(fields.rateLimit === undefined ? {} : { rateLimit: fields.rateLimit }),
+      ...(fields.adaptiveConcurrency === undefined ? {} : { adaptiveConcurrency: fields.adaptiveConcurrency }),
+      status: 'enabled',
+      disabledReason: null,
+      failingSince: null,
+      secrets: [{ secret: this.#secretBox.seal(secret, id), createdAt: now, expiresAt: null }],
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.#store.createEndpoint(endpoint);
+    return { endpoint: viewOf(endpoint), secret };
+  }
+
+  async list(filter: { tenantId?: string } = {}): Promise<EndpointView[]> {
+    return (await this.#store.listEndpoints(filter)).map(viewOf);
+  }
+
+  async get(id: string): Promise<EndpointView> {
+    return viewOf(await this.endpoint(id));
+  }
+
+  /**
+   * The endpoint's deliveries numbered after `request.after`, in sequence order (gap detection:
+   * lib/endpoints/sequence-page.ts).
+   * @throws NotFoundError (`endpointId`) for an unknown endpoint.
+   */
+  async listEvents(endpointId: string, request: SequencePageRequest): Promise<SequencePage> {
+    await this.endpoint(endpointId);
+    const rows = await this.#store.listDeliveriesAfterSequence(endpointId, request.after, rowsToRead(request.limit));
+    return sequencePageOf(rows, request.limit);
+  }
+
+  async update(id: string, input: unknown): Promise<EndpointView> {
+    return this.patch(id, validateEndpointChanges(input));
+  }
+
+  async delete(id: string): Promise<void> {
+    if (!(await this.#store.deleteEndpoint(id, this.#clock.now()))) throw new NotFoundError('endpoint', id, 'endpointId');
+    await this.#engine.endpointChanged(undefined, id);
+  }
+
+  /** Re-enables an endpoint: its waiting deliveries go out again, its failure history starts afresh. */
+  async enable(id: string): Promise<EndpointView> {
+    const view = await this.patch(id, { status: 'enabled', disabledReason: null, failingSince: null });
+    await this.#store.resumeDeliveries(id, this.#clock.now());
+    this.#engine.signal();
+    return view;
+  }
+
+  async disable(id: string): Promise<EndpointView> {
+    return this.patch(id, { status: 'disabled', disabledReason: DisabledReason.OPERATOR });
+  }
+
+  /** The stored endpoint, secrets included (for this node's own use, never shown). @throws NotFoundError (`endpointId`). */
+  async endpoint(id: string): Promise<Endpoint> {
+    const endpoint = await this.#store.getEndpoint(id);
+    if (endpoint === undefined) throw new NotFoundError('endpoint', id, 'endpointId');
+    return endpoint;
+  }
+
+  /** Writes a validated change and hands the result to this node's engine. @throws NotFoundError (`endpointId`). */
+  async patch(id: string, patch: EndpointPatch): Promise<EndpointView> {
+    const updated = await this.#store.updateEndpoint(id, patch, this.#clock.now());
+    if (updated === undefined) throw new NotFoundError('endpoint', id, 'endpointId');
+    await this.#engine.endpointChanged(updated, id);
+    return viewOf(updated);
+  }
+}
+
+export function viewOf(endpoint: Endpoint): EndpointView {
+  const { secrets, rateLimit, adaptiveConcurrency, ...rest } = endpoint;
+  const previous = secrets.find((s) => s.expiresAt !== null);
+  return {
+    ...rest,
+    rateLimit: rateLimit ?? null,
+    adaptiveConcurrency: adaptiveConcurrency ?? null,
+    secretCount: secrets.length,
+    previousSecretExpiresAt: previous?.expiresAt ?? null,
+  };
+}

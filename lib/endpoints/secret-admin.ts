@@ -1,0 +1,129 @@
+/**
+ * Endpoint signing secrets over their life: rotation (a new current secret; the previous ones
+ * keep signing for the overlap) and re-encryption under the current key after a key rotation
+ * (`herald secrets reencrypt`). Both write the secrets only while they are still those read, so a
+ * change on another node meanwhile is never overwritten.
+ */
+import type { Clock } from '../clock.ts';
+import { ErrorCode, hasCode, SecretUnreadableError } from '../errors.ts';
+import type { Endpoint, SigningSecret } from '../model.ts';
+import { generateSecret } from '../signing/secret.ts';
+import type { SecretBox } from '../signing/secret-box.ts';
+import type { Store } from '../store/port.ts';
+import type { EndpointAdmin, EndpointHandoff, EndpointView } from './endpoint-admin.ts';
+
+/** How many times re-encryption reads an endpoint again when its secrets changed under it. */
+const REENCRYPT_ROUNDS = 5;
+
+/** What `reencrypt()` did: endpoints looked at, rewritten under the current key, and those it could not open. */
+export interface ReencryptOutcome {
+  readonly checked: number;
+  readonly rewritten: number;
+  readonly unreadable: ReadonlyArray<{ readonly endpointId: string; readonly error: SecretUnreadableError }>;
+}
+
+export class SecretAdmin {
+  readonly #store: Store;
+  readonly #clock: Clock;
+  readonly #secretBox: SecretBox;
+  readonly #rotationOverlapMs: number;
+  readonly #endpoints: EndpointAdmin;
+  readonly #engine: EndpointHandoff;
+
+  constructor(deps: {
+    readonly store: Store;
+    readonly clock: Clock;
+    readonly secretBox: SecretBox;
+    /** How long a replaced secret keeps signing (`signing.rotationOverlapMs`). */
+    readonly rotationOverlapMs: number;
+    readonly endpoints: EndpointAdmin;
+    readonly engine: EndpointHandoff;
+  }) {
+    this.#store = deps.store;
+    this.#clock = deps.clock;
+    this.#secretBox = deps.secretBox;
+    this.#rotationOverlapMs = deps.rotationOverlapMs;
+    this.#endpoints = deps.endpoints;
+    this.#engine = deps.engine;
+  }
+
+  /**
+   * A new current secret; the previous one keeps signing for the overlap.
+   * @throws NotFoundError; ConflictError when another rotation (or a re-encryption) of this
+   *   endpoint's secrets was written between this one's read and its write (nothing is written).
+   */
+  async rotate(id: string): Promise<{ endpoint: EndpointView; secret: string }> {
+    const endpoint = await this.#endpoints.endpoint(id);
+    const now = this.#clock.now();
+    const secret = generateSecret();
+    const expiresAt = now + this.#rotationOverlapMs;
+    const previous = endpoint.secrets
+      .filter((s) => s.expiresAt === null || s.expiresAt > now)
+      .map((s) => ({ ...this.#resealed(s, id), expiresAt: s.expiresAt === null ? expiresAt : Math.min(s.expiresAt, expiresAt) }));
+    const sealed = this.#secretBox.seal(secret, id);
+    const updated = await this.#endpoints.patch(id, {
+      secrets: [{ secret: sealed, createdAt: now, expiresAt: null }, ...previous],
+      expectedSecrets: endpoint.secrets.map((s) => s.secret),
+    });
+    return { endpoint: updated, secret };
+  }
+
+  /**
+   * Rewrites every endpoint's secrets that are plain or sealed under a previous key under the
+   * current key; afterwards the previous keys can be dropped. An endpoint whose secrets this node
+   * cannot open is left as it is and listed in `unreadable`. `onProgress` hears after each
+   * endpoint. A no-op without a key (secrets stay plain).
+   */
+  async reencrypt(onProgress: (done: number, total: number) => void = () => {}): Promise<ReencryptOutcome> {
+    const endpoints = await this.#store.listEndpoints({});
+    const unreadable: Array<{ endpointId: string; error: SecretUnreadableError }> = [];
+    let rewritten = 0;
+    for (const [i, listed] of endpoints.entries()) {
+      try {
+        if (await this.#reencryptOne(listed)) rewritten++;
+      } catch (error) {
+        if (!(error instanceof SecretUnreadableError)) throw error;
+        unreadable.push({ endpointId: listed.id, error });
+      }
+      onProgress(i + 1, endpoints.length);
+    }
+    return { checked: endpoints.length, rewritten, unreadable };
+  }
+
+  /**
+   * One endpoint's secrets under the current key; whether anything was written. Only the secrets
+   * are written, and only while they are still those read: a rotation written meanwhile (on any
+   * node) is read again and re-encrypted in turn, never overwritten. Gone meanwhile: nothing to do.
+   */
+  async #reencryptOne(listed: Endpoint): Promise<boolean> {
+    let endpoint: Endpoint | undefined = listed;
+    for (let round = 1; endpoint !== undefined; round++) {
+      if (!endpoint.secrets.some((s) => this.#secretBox.needsSealing(s.secret))) return false;
+      const id = endpoint.id;
+      const secrets = endpoint.secrets.map((s) => ({ ...s, secret: this.#secretBox.seal(this.#secretBox.open(s.secret, id), id) }));
+      try {
+        const updated = await this.#store.updateEndpoint(id, { secrets, expectedSecrets: endpoint.secrets.map((s) => s.secret) }, this.#clock.now());
+        if (updated === undefined) return false;
+        // Not awaited: the same secrets under another key, and a rotation walks every endpoint.
+        void this.#engine.endpointChanged(updated, id);
+        return true;
+      } catch (error) {
+        // Each conflict is another write to these secrets that landed first: a few in a row mean a loop, not a race.
+        if (!hasCode(error, ErrorCode.CONFLICT) || round >= REENCRYPT_ROUNDS) throw error;
+      }
+      endpoint = await this.#store.getEndpoint(id);
+    }
+    return false;
+  }
+
+  /** A stored secret under the current key when it can be opened; as it is when not (it is never lost). */
+  #resealed(secret: SigningSecret, endpointId: string): SigningSecret {
+    if (!this.#secretBox.needsSealing(secret.secret)) return secret;
+    try {
+      return { ...secret, secret: this.#secretBox.seal(this.#secretBox.open(secret.secret, endpointId), endpointId) };
+    } catch (error) {
+      if (error instanceof SecretUnreadableError) return secret;
+      throw error;
+    }
+  }
+}

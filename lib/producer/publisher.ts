@@ -1,0 +1,94 @@
+/**
+ * Publishing through Herald rather than inside the producer's own transaction: `POST /v1/events`,
+ * `herald publish`, `Herald.publish()`, and the test event an operator sends to one endpoint.
+ * Events are validated whole before any is written; an event whose `id` is stored already is
+ * answered with the stored one (a retried request writes nothing twice).
+ */
+import type { Clock } from '../clock.ts';
+import { NotFoundError, ValidationError } from '../errors.ts';
+import { deliveryIdFor } from '../ids.ts';
+import type { OutboxEvent } from '../model.ts';
+import type { Store } from '../store/port.ts';
+import { outboxEventOf, validateEventInputs } from './validate-event.ts';
+
+/** The type of the event `sendTestEvent` sends: consumers can recognise it and answer 2xx without acting. */
+export const TEST_EVENT_TYPE = 'herald.test';
+
+/** Events in one publish call, at most. */
+const MAX_EVENTS_PER_CALL = 1000;
+
+export class Publisher {
+  readonly #store: Store;
+  readonly #clock: Clock;
+  readonly #maxPayloadBytes: number;
+  readonly #published: () => void;
+
+  constructor(deps: {
+    readonly store: Store;
+    readonly clock: Clock;
+    /** `delivery.maxPayloadBytes`. */
+    readonly maxPayloadBytes: number;
+    /** Tells this node's engine there are new events. */
+    readonly published: () => void;
+  }) {
+    this.#store = deps.store;
+    this.#clock = deps.clock;
+    this.#maxPayloadBytes = deps.maxPayloadBytes;
+    this.#published = deps.published;
+  }
+
+  /**
+   * An event or a list of 1 to 1000.
+   * @throws ValidationError naming the field (`[3].tenantId` in a list); NotFoundError for an
+   *   unknown tenant, or an `endpointId` that is not the tenant's.
+   */
+  async publish(input: unknown): Promise<OutboxEvent[]> {
+    const inputs = Array.isArray(input) ? input : [input];
+    if (inputs.length === 0 || inputs.length > MAX_EVENTS_PER_CALL) {
+      throw new ValidationError('body', `must be an event or a list of 1 to ${MAX_EVENTS_PER_CALL} events`);
+    }
+    const events: OutboxEvent[] = [];
+    const fresh: OutboxEvent[] = [];
+    const validated = validateEventInputs(input, { maxPayloadBytes: this.#maxPayloadBytes });
+    for (const [i, valid] of validated.entries()) {
+      if (valid.id !== undefined) {
+        const existing = await this.#store.getEvent(valid.id);
+        if (existing !== undefined) {
+          events.push(existing);
+          continue;
+        }
+      }
+      // In a list, the field names the item: `[3].tenantId`.
+      const at = inputs.length > 1 ? `[${i}].` : '';
+      if (!(await this.#store.tenantExists(valid.tenantId))) throw new NotFoundError('tenant', valid.tenantId, `${at}tenantId`);
+      if (valid.endpointId !== undefined) {
+        const target = await this.#store.getEndpoint(valid.endpointId);
+        if (target === undefined || target.tenantId !== valid.tenantId) {
+          throw new NotFoundError('endpoint', valid.endpointId, `${at}endpointId`);
+        }
+      }
+      const event = outboxEventOf(valid, this.#clock.now());
+      events.push(event);
+      fresh.push(event);
+    }
+    if (fresh.length > 0) await this.#store.appendEvents(fresh);
+    this.#published();
+    return events;
+  }
+
+  /**
+   * Sends a `herald.test` event to this one endpoint (whatever its event-type filter) through the
+   * usual path: outbox, signing, retries, the delivery log. Its payload is small and says so.
+   * @returns the event and the id of its delivery, to follow its attempts.
+   * @throws NotFoundError (`endpointId`).
+   */
+  async sendTestEvent(endpointId: string): Promise<{ event: OutboxEvent; deliveryId: string }> {
+    const endpoint = await this.#store.getEndpoint(endpointId);
+    if (endpoint === undefined) throw new NotFoundError('endpoint', endpointId, 'endpointId');
+    const sentAt = new Date(this.#clock.now()).toISOString();
+    const payload = { test: true, endpointId, message: 'A test event sent from Herald: answer 2xx, nothing to do.', sentAt };
+    const [event] = await this.publish({ tenantId: endpoint.tenantId, endpointId, type: TEST_EVENT_TYPE, payload });
+    if (event === undefined) throw new Error('publish returned no event');
+    return { event, deliveryId: deliveryIdFor(event.id, endpointId, event.createdAt) };
+  }
+}
