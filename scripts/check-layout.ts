@@ -78,7 +78,7 @@ for (const cycle of cyclesOf(roomGraph)) {
 }
 
 if (values.graph) {
-  for (const [room, arrows] of [...roomGraph].sort(([a], [b]) => a.localeCompare(b))) console.log(`${room} -> ${arrows.sort().join(', ') || '(nothing)'}`);
+  for (const [room, arrows] of [...roomGraph].sort(([a], [b]) => a.localeCompare(b))) console.log(`${room} -> ${[...arrows].sort().join(', ') || '(nothing)'}`);
 }
 if (problems.length > 0) {
   for (const problem of problems) console.error(problem);

@@ -19,10 +19,9 @@
  *     one key lookup) and assigns by it.
  *
  * Why one node's count and not a count by every node: the count is a walk of
- * two partial indexes over every open delivery, 8.5–24 ms on PostgreSQL with
- * 50 000 of them (EXPLAIN ANALYZE, load average ≈ 15 on 2 shared cores:
- * spec/store/postgres-plans.spec.ts), where reading the record is one key
- * lookup (0.03 ms); n nodes counting would cost n times the walk and still
+ * two partial indexes over every open delivery, which grows with the backlog
+ * (spec/store/postgres-plans.spec.ts shows the plan), where reading the record
+ * is one key lookup; n nodes counting would cost n times the walk and still
  * disagree.
  *
  * Hysteresis, so slots do not move back and forth: the stored weights change

@@ -3,9 +3,9 @@
  *
  * Why not undici's `request()`: it wraps every response in a Readable stream,
  * a promise and an AbortSignal listener, which cost more main-thread time per
- * delivery than the request itself (measured by `npm run bench`: ≈ 190 µs of
- * CPU per request through `request()` + AbortController + stream capture,
- * against ≈ 65–110 µs for a bare Pool). A handler sees the status, the raw
+ * delivery than the request itself (`npm run bench:account` shows the split:
+ * `request()` + AbortController + stream capture cost about twice a bare
+ * Pool's dispatch). A handler sees the status, the raw
  * headers and the body chunks directly, and gets the exchange's `abort`.
  *
  *   dispatch ─► onConnect(abort) ─► onHeaders ─► onData* ─► onComplete ─► response outcome

@@ -4,9 +4,8 @@
  * A finished attempt frees one place in its actor's mailbox, and the
  * supervisor used to pump at once to fill it: one claim query per delivery.
  * A claim costs about the same for 1 row as for 100 (it walks the owned
- * slots and busy endpoints; ≈ 2 ms with 100 busy endpoints and a backlog,
- * measured by `npm run bench`), so claiming per delivery capped Herald near
- * 400 deliveries/s. The pacer lets freed places accumulate:
+ * slots and busy endpoints), so claiming per delivery capped Herald at a few
+ * hundred deliveries per second (`npm run bench -- --only=throughput`). The pacer lets freed places accumulate:
  *
  *   freed(starving) ─┬─ the actor has nothing queued (`starving`) ─► pump now
  *                    ├─ `threshold` places freed since the last pump ─► pump now

@@ -6,7 +6,8 @@
  * that arrives while every slot is taken by a replay still waits for one of them to finish (its
  * whole send, and its wait for a place at a busy origin). The same share holds at the origin's
  * connections and the node's permits (send-permits.ts) and in a replay job's pacing: together
- * they took a new event's median beside a paced replay from 16 ms to 4.5 ms (the replay bench).
+ * they cut a new event's median latency beside a paced replay to about a third
+ * (`npm run bench -- --only=replay`).
  *
  *   offer ─► waiting (in order) ─► admitted into the mailbox while admitted < replaySlots(limit)
  *                                   └── finished ─► the next waiting one is admitted

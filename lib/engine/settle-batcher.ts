@@ -3,8 +3,8 @@
  *
  * Each finished attempt settles one delivery. One `store.settle([one])` per
  * attempt is one SQLite transaction per delivery, which caps throughput far
- * below what HTTP allows (measured on the 2-core machines this was built on:
- * ≈ 17–20 k single-row commits/s against ≈ 71 k rows/s in batches of 100). The batcher gathers the settlements issued
+ * below what HTTP allows: a commit's cost is mostly fixed, so rows written in
+ * batches of 100 go several times faster than one per commit. The batcher gathers the settlements issued
  * before its flush runs — by default, within three turns of the event loop — and
  * writes them with one `settle()` call, resolving each caller with its own
  * result: applied, or fenced.
@@ -34,12 +34,11 @@ export interface SettleBatcherOptions {
    * of the event loop: every response read from every socket in one poll
    * phase. `queueMicrotask` gathers only what settles before the current
    * microtasks finish, and each socket's response resolves in its own I/O
-   * callback, so under load it made batches of one (measured by
-   * `npm run bench`: 10 000 flushes for 10 000 settlements, against ≈ 8 per
-   * flush with `setImmediate`). The default waits three turns (`setImmediate`
-   * thrice): ≈ 17 settlements per flush, and settling 20 000 deliveries took
-   * ≈ 1.0 s of store time instead of ≈ 1.4 s, since a commit's cost is mostly
-   * fixed. Not a timer: no time passes, so a ManualClock needs no advancing.
+   * callback, so under load it made batches of one (one flush per settlement,
+   * where `setImmediate` gathers several). The default waits three turns
+   * (`setImmediate` thrice): about twice the settlements per flush again, and
+   * less store time per delivery, since a commit's cost is mostly fixed
+   * (`npm run bench -- --only=throughput`). Not a timer: no time passes, so a ManualClock needs no advancing.
    * @default three turns of the event loop
    */
   readonly defer?: (flush: () => void) => void;

@@ -1,10 +1,9 @@
 /**
  * Signs webhook requests off the main thread, in batches.
  *
- * One piscina task costs the main thread ≈ 40 µs of messaging, while one
- * HMAC of a 1 KiB body costs ≈ 2.5 µs inline (both measured on the 2-core
- * machines this was built on), so a task only
- * pays when it carries many signatures. `sign()` therefore queues requests
+ * One piscina task costs the main thread more messaging than a dozen HMACs
+ * of 1 KiB bodies signed inline (`npm run bench -- --only=signing` measures
+ * both), so a task only pays when it carries many signatures. `sign()` therefore queues requests
  * and flushes them in a microtask, once per turn of the event loop:
  *
  *   sign() ─► queue ─► microtask flush ─┬─ total bytes < inlineMaxBytes: sign inline, now
@@ -41,23 +40,22 @@ export interface SigningPoolOptions {
    * count: a big batch of big bodies costs more to copy than it saves.
    * A single larger body still goes, alone. Bodies are counted in characters
    * (UTF-16 code units: bytes, for ASCII JSON), which costs nothing to read.
-   * Why 1 MiB: sixteen 64 KiB bodies per task cost the main thread ≈ 0.4–0.6×
-   * of signing them inline, four (256 KiB) ≈ 0.8–0.9× (`npm run bench`, signing).
+   * Why 1 MiB: sixteen 64 KiB bodies per task cost the main thread about half
+   * of signing them inline, while four barely save anything (the signing bench).
    * @default 1 MiB
    */
   readonly batchMaxBytes?: number;
-  /** Most requests in one task; 64 per task brings the main-thread cost to ≈ 1.4 µs per 1 KiB signature. @default 64 */
+  /** Most requests in one task; at 64 the task's messaging is spread thin enough that signing 1 KiB bodies costs the main thread less than inline. @default 64 */
   readonly batchMaxCount?: number;
   /**
    * A flush whose bodies total fewer bytes is signed inline on the main
    * thread; 0 sends everything to the pool.
    *
-   * Why 16 KiB: inline HMAC costs ≈ 2.5 µs per 1 KiB body (≈ 0.65 µs per
-   * further KiB, 41 µs at 64 KiB), and one task ≈ 40 µs of messaging on the
-   * main thread. Sixteen 1 KiB bodies (≈ 40 µs inline) are where signing
-   * inline stops being cheaper than a single task; below that, the pool would
-   * cost the main thread more than it saves. Under load on 2 cores, inline
-   * 1 KiB signing also delivered more events/s (19.7 k) than any batching.
+   * Why 16 KiB: inline HMAC costs grow with the body, a task's messaging does
+   * not; about sixteen 1 KiB bodies signed inline cost what one task costs the
+   * main thread, so below that the pool would cost more than it saves. Under
+   * load on 2 cores, inline 1 KiB signing also delivered more events per
+   * second than any batching (the signing bench).
    * @default 16 KiB
    */
   readonly inlineMaxBytes?: number;
@@ -188,7 +186,7 @@ export class SigningPool {
       return;
     }
     // Characters, not UTF-8 bytes: only batches are sized by it, and `length` costs nothing
-    // while `Buffer.byteLength` reads the whole body (≈ 8 µs at 64 KiB) on the main thread.
+    // while `Buffer.byteLength` reads the whole body on the main thread.
     this.#queue.push({ request, sequence, bytes: request.body.length, resolve, reject });
     if (!this.#flushQueued) {
       this.#flushQueued = true;
