@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
-import { TEST_EVENT_TYPE } from '../../lib/producer/publisher.ts';
 import { launchChromiumOrSkip, type Chromium } from '../support/chromium.ts';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';
 import { CHART_COLOURS, canvasPixels } from './canvas-pixels.ts';
