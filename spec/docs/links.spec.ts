@@ -2,7 +2,8 @@
  * The documentation stands alone and stays true to the repository: every
  * relative link of README.md, CONTRIBUTING.md and docs/*.md reaches a file
  * (and, with a #fragment, a heading of that file, by GitHub's slug), and every
- * repository path a page names in backticks (`lib/engine/actor.ts`) exists.
+ * repository file or folder a page names in backticks (`lib/engine/actor.ts`,
+ * `lib/engine/`) exists.
  * A file moved without its docs fails here, naming the page and the path.
  * No network: links with a scheme (https:, mailto:) are not followed.
  */
@@ -103,10 +104,18 @@ function brokenLinks(page: string, files: Files): string[] {
 
 const REPOSITORY_PATH = /(?<![\w./-])(?:lib|spec|scripts|docs|config)\/[\w./-]*\.[A-Za-z0-9]+(?![\w/-])/g;
 
-/** Every repository path (lib/, spec/, scripts/, docs/, config/, with a file extension) named in `page`'s code that does not exist. */
+/** A code span that is a folder of the repository and nothing else: `lib/engine/`. */
+const REPOSITORY_FOLDER = /^(?:lib|spec|scripts|docs|config)\/(?:[\w.-]+\/)*$/;
+
+/**
+ * Every repository path named in `page`'s code that does not exist: a file (lib/, spec/,
+ * scripts/, docs/, config/, with an extension) anywhere in code, or a folder that is a whole span.
+ */
 function missingPaths(page: string, files: Files): string[] {
   const problems = new Set<string>();
   for (const code of splitCode(files.read(page) ?? '').code) {
+    const folder = REPOSITORY_FOLDER.exec(code.trim())?.[0];
+    if (folder !== undefined && !files.exists(folder.slice(0, -1))) problems.add(`${page}: \`${folder}\` does not exist`);
     for (const [path] of code.matchAll(REPOSITORY_PATH)) {
       if (!files.exists(path)) problems.add(`${page}: \`${path}\` does not exist`);
     }
@@ -168,13 +177,15 @@ describe('Documentation (README.md, CONTRIBUTING.md, docs/)', () => {
   });
 
   context('when a page names a repository path in code', () => {
-    it('reports the paths that do not exist, in inline code and in code blocks', () => {
+    it('reports the files and folders that do not exist, in inline code and in code blocks', () => {
       const files = inMemory({
-        'docs/X.md': 'The actor (`lib/engine/actor.ts`), `lib/engine/gone.ts`, `lib/engine/` and `node lib/x`:\n\n```sh\nnpx tsx scripts/old.ts\n```\n',
+        'docs/X.md': 'The actor (`lib/engine/actor.ts`), `lib/engine/gone.ts`, `lib/engine/`, `lib/status/` and `node lib/x`:\n\n```sh\nnpx tsx scripts/old.ts\n```\n',
         'lib/engine/actor.ts': '',
+        'lib/engine': '',
       });
       expect(missingPaths('docs/X.md', files)).to.have.members([
         'docs/X.md: `lib/engine/gone.ts` does not exist',
+        'docs/X.md: `lib/status/` does not exist',
         'docs/X.md: `scripts/old.ts` does not exist',
       ]);
     });
