@@ -6,7 +6,7 @@ import { statusClassOf } from '../../lib/status/metrics.ts';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';
 import { expectOk, sample, startStatus, type StatusFixture } from '../api/status-fixture.ts';
 
-const README = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const OBSERVABILITY = readFileSync(new URL('../../docs/OBSERVABILITY.md', import.meta.url), 'utf8');
 
 describe('Metrics (GET /metrics)', () => {
   let f: StatusFixture | undefined;
@@ -127,8 +127,8 @@ describe('Metrics (GET /metrics)', () => {
       }
     });
 
-    it('lists every name in the README', () => {
-      for (const name of Object.values(MetricName)) expect(README, name).to.include(`\`${name}\``);
+    it('lists every name in docs/OBSERVABILITY.md', () => {
+      for (const name of Object.values(MetricName)) expect(OBSERVABILITY, name).to.include(`\`${name}\``);
     });
   });
 
