@@ -1,7 +1,7 @@
 /**
  * Herald's errors: one base class with a stable `code`, a few subclasses by
  * category. Branch on `code` or on the predicates below, never on messages.
- * Every code is listed in the README under "Errors".
+ * Every code is listed in docs/CONFIGURATION.md under "Errors".
  */
 
 export const ErrorCode = {

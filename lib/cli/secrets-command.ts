@@ -1,7 +1,7 @@
 /**
  * `herald secrets reencrypt`: rewrites every endpoint secret that is plain or
  * sealed under a previous key under the current one, so the previous keys can
- * be dropped (README, "Secrets at rest"). It works on the store directly, with
+ * be dropped (docs/OPERATING.md, "Secrets at rest"). It works on the store directly, with
  * the configuration `herald start` would use (`--config`, `HERALD_*`, flags),
  * and may run while nodes are running.
  *

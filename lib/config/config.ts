@@ -2,7 +2,7 @@
  * Herald's configuration: the shape, the rules, and the layering
  * `config/default.json` < `--config` file < `HERALD_*` environment < flags.
  *
- * Every key, its default and its meaning are listed in the README
+ * Every key, its default and its meaning are listed in docs/CONFIGURATION.md
  * ("Configuration"). A value that breaks its rule stops the start with a
  * `ConfigError` naming the key, the value and the rule.
  */
@@ -362,7 +362,7 @@ const OPEN_KEYS: readonly string[] = ['delivery.tenantWeights'];
 function checkKeys(raw: Record<string, unknown>, reference: Record<string, unknown>, prefix: string): void {
   for (const key of Object.keys(raw)) {
     const path = prefix + key;
-    if (!Object.hasOwn(reference, key)) throw new ConfigError(path, raw[key], 'is not a known key (see the README, Configuration)');
+    if (!Object.hasOwn(reference, key)) throw new ConfigError(path, raw[key], 'is not a known key (see docs/CONFIGURATION.md)');
     const ref = reference[key];
     if (isRecord(ref)) {
       if (!isRecord(raw[key])) throw new ConfigError(path, raw[key], 'must be an object');

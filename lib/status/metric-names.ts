@@ -1,6 +1,6 @@
 /**
  * Every Prometheus metric Herald exposes on `GET /metrics`: its name, type,
- * labels and meaning, in one table. The README lists the same table; a spec
+ * labels and meaning, in one table. docs/OBSERVABILITY.md lists the same table; a spec
  * checks that each name here is scraped and documented.
  *
  * Labels are bounded: an endpoint id (as many as there are endpoints), an
@@ -57,7 +57,7 @@ export interface MetricDoc {
   readonly help: string;
 }
 
-/** The help text of each metric (also its README entry). */
+/** The help text of each metric (also its entry in docs/OBSERVABILITY.md). */
 export const METRIC_DOCS: Readonly<Record<MetricName, MetricDoc>> = {
   [MetricName.DELIVERIES]: {
     type: 'counter',
