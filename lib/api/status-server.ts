@@ -179,9 +179,15 @@ export class StatusServer {
    */
   #lingerOn(req: IncomingMessage, res: ServerResponse): void {
     res.shouldKeepAlive = true;
-    const timer = (this.#options.clock ?? systemClock).setTimeout(() => req.socket.destroy(), LINGER_MS);
-    req.socket.once('close', () => timer.cancel());
-    req.once('end', () => timer.cancel());
+    const socket = req.socket;
+    const timer = (this.#options.clock ?? systemClock).setTimeout(() => socket.destroy(), LINGER_MS);
+    // The socket outlives the request on a kept-alive connection: its listener goes with the request.
+    const done = (): void => {
+      timer.cancel();
+      socket.off('close', done);
+    };
+    socket.once('close', done);
+    req.once('end', done);
   }
 
   async #dispatch(req: IncomingMessage): Promise<Reply> {

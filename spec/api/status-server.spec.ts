@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { request } from 'undici';
+import { Client, request } from 'undici';
 import type { ConfigOverrides } from '../../lib/config/config.ts';
 import { verify } from '../../lib/signing/verify.ts';
 import { StatusServer } from '../../lib/api/status-server.ts';
@@ -135,6 +135,34 @@ describe('StatusServer (admin API over HTTP)', () => {
         await boot();
         expectError(await api('GET', '/v1/nothing-here', undefined, { token: null }), 401, 'HERALD_UNAUTHORIZED');
         expectError(await api('PUT', '/v1/endpoints', undefined, { token: null }), 401, 'HERALD_UNAUTHORIZED');
+      });
+    });
+
+    context('when many requests with bodies are refused on one keep-alive connection', () => {
+      it('answers each, and leaves no listener behind on the socket (no MaxListenersExceededWarning)', async () => {
+        await boot();
+        const warnings: string[] = [];
+        const onWarning = (warning: Error): void => void warnings.push(warning.name);
+        process.on('warning', onWarning);
+        const client = new Client(base, { pipelining: 1 });
+        try {
+          for (let i = 0; i < 15; i++) {
+            const response = await client.request({
+              path: '/v1/events',
+              method: 'POST',
+              headers: { authorization: 'Bearer wrong', 'content-type': 'application/json' },
+              body: JSON.stringify({ tenantId: 'acme', type: 'a.b', payload: { i } }),
+            });
+            expect(response.statusCode).to.equal(401);
+            await response.body.text();
+          }
+          // A warning is emitted on the tick after the listener that crosses the limit is added.
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        } finally {
+          process.off('warning', onWarning);
+          await client.close();
+        }
+        expect(warnings).to.not.include('MaxListenersExceededWarning');
       });
     });
 
