@@ -3,7 +3,8 @@
  * endpoint's first delivery is handed over and closed when its work here ends.
  *
  *   dispatch(job) ─┬─ its slot is draining, or a drain of it began while the actor was made
- *                  │      ─► given back to the store for the slot's next owner (`#giveBack`)
+ *                  │      ─► given back to the store for the slot's next owner (`#giveBack`);
+ *                  │         a taken-over one (`resumed`) left in flight, for the next owner to take over
  *                  ├─ its endpoint is gone ─► dropped (the store cancels its deliveries)
  *                  └─ to its actor (made from the endpoint as the store has it now) ─► enqueue
  *
@@ -145,8 +146,15 @@ export class ActorRegistry {
     await Promise.all(actors.map((actor) => actor.close()));
   }
 
-  /** A job claimed in the instant before its slot's drain began: given back for the slot's next owner. */
+  /**
+   * A job claimed in the instant before its slot's drain began: given back for the slot's next
+   * owner. Except a taken-over one (`resumed`): given back, it would be pending, and its next owner
+   * would claim it as fresh and send it, where an at-most-once endpoint must not get it twice. Left
+   * in flight under this node's epoch, it is claimed again once the slot changes hands (the drain
+   * ends in its release), as taken over.
+   */
   async #giveBack(job: DeliveryJob): Promise<void> {
+    if (job.resumed === true) return;
     const { delivery } = job;
     await this.#deps.store.settle(
       [{ kind: 'release', deliveryId: delivery.id, epoch: delivery.leaseEpoch, nextAttemptAt: this.#deps.clock.now() }],
