@@ -1,6 +1,7 @@
 /**
  * Rounds of one piece of work, run one at a time, with calls that arrive during a round coalesced
- * into one more round. The lease keeper's renewals and the endpoint sync's catch-ups run on it.
+ * into one more round. The lease keeper's renewals, the endpoint sync's catch-ups and the
+ * supervisor's pumps run on it.
  *
  *   idle ──request()──► running ──round ends, none asked meanwhile──► idle
  *                         ▲ │
@@ -24,6 +25,11 @@ export class CoalescedRounds {
 
   constructor(options: CoalescedRoundsOptions) {
     this.#options = options;
+  }
+
+  /** Whether a round is running now. */
+  get running(): boolean {
+    return this.#running !== undefined;
   }
 
   /** Resolves when no round is running (the one running, and those coalesced into it, done). */

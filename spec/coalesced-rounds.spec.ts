@@ -34,9 +34,11 @@ describe('CoalescedRounds', () => {
       await turns();
       expect(r.started(), 'the coalesced round').to.equal(2);
       expect(secondDone, 'not before the round that began after it').to.equal(false);
+      expect(r.rounds.running, 'while the coalesced round runs').to.equal(true);
       r.endRound();
       await Promise.all([first, second, third]);
       expect(r.started()).to.equal(2);
+      expect(r.rounds.running).to.equal(false);
     });
   });
 

@@ -212,7 +212,10 @@ describe('Delivery (engine, end to end on SQLite)', () => {
 
   context('when the endpoint answers 429', () => {
     it('pauses the whole mailbox until Retry-After, then sends again', async () => {
-      t = await startHerald();
+      // A lease longer than the test, so advancing the clock in one step never lapses it: a renewal
+      // still in flight at a 60 s step would otherwise close the paused actor, and its deliveries
+      // would wait for a sweep the test never advances the clock to.
+      t = await startHerald({ engine: { leaseMs: 600_000 } });
       let throttled = true;
       server = await startServer(() => (throttled ? { status: 429, headers: { 'retry-after': '120' } } : { status: 200 }));
       await t.herald.createEndpoint({ tenantId: 'acme', url: server.url, concurrency: 1 });
