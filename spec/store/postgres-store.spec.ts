@@ -14,7 +14,7 @@ import { openStore } from '../../lib/store/open-store.ts';
 import type { FanOutClaim, Settlement } from '../../lib/store/port.ts';
 import { PostgresStore } from '../../lib/store/postgres/postgres-store.ts';
 import { createTestDatabase } from '../support/postgres-server.ts';
-import { describeStoreConformance, makeEndpoint } from './conformance.ts';
+import { describeStoreConformance, makeEndpoint } from './conformance/index.ts';
 
 let database: Promise<string> | undefined;
 let schemas = 0;
