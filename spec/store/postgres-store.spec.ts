@@ -13,7 +13,7 @@ import { publish as publishPg } from '../../lib/producer/postgres-publish.ts';
 import { openStore } from '../../lib/store/open-store.ts';
 import type { FanOutClaim, Settlement } from '../../lib/store/port.ts';
 import { PostgresStore } from '../../lib/store/postgres/postgres-store.ts';
-import { createTestDatabase } from '../support/postgres-server.ts';
+import { createTestDatabase } from '../../test-kit/postgres-server.ts';
 import { describeStoreConformance, makeEndpoint } from './conformance/index.ts';
 
 let database: Promise<string> | undefined;
