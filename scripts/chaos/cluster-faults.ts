@@ -19,8 +19,8 @@ import { existsSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import type { ConfigOverrides } from '../../lib/config/config.ts';
+import { PostgresUnavailableError, startPostgresServer } from '../../test-kit/postgres-server.ts';
 import { Cleanup } from '../bench/peers/peer-kit.ts';
-import { PostgresUnavailableError, startBenchPostgres } from '../bench/postgres-server.ts';
 import { fmtMs, heraldNode, recordingServer, sleep, type CaseContext, type ChaosCase, type HeraldNode, type Received, type RecordingServer } from './harness.ts';
 
 const LOOPBACK = ['127.0.0.0/8'];
@@ -34,7 +34,7 @@ async function database(ctx: CaseContext, name: string): Promise<string | undefi
   const cleanup = new Cleanup();
   ctx.defer(() => cleanup.run());
   try {
-    const server = await startBenchPostgres(cleanup);
+    const server = await startPostgresServer({ cleanup });
     return await server.createDatabase(name);
   } catch (error) {
     if (error instanceof PostgresUnavailableError) {

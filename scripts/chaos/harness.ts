@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ConfigOverrides } from '../../lib/config/config.ts';
+import { freePort } from '../../test-kit/free-port.ts';
 import { sleep, type SinkProcess } from '../bench/harness.ts';
 
 export { percentile, round, sleep, startSinkProcess, waitFor, type SinkProcess } from '../bench/harness.ts';
@@ -254,15 +255,6 @@ async function streamBody(req: ReturnType<typeof httpRequest>, chunks: Iterable<
 export function errorOf(answer: HttpAnswer): { code?: string; message?: string; field?: string } {
   const error = (answer.json as { error?: { code?: string; message?: string; field?: string } } | undefined)?.error;
   return error ?? {};
-}
-
-/** A free TCP port on 127.0.0.1 (bound and released at once). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 // Herald processes ----------------------------------------------------------------

@@ -7,7 +7,7 @@
  *            then resumed: nothing lost, its late writes fenced
  */
 import { join } from 'node:path';
-import { pauseOutsideAWrite } from '../../spec/support/pause-outside-write.ts';
+import { pauseOutsideAWrite } from '../../test-kit/pause-outside-write.ts';
 import {
   fmtMs,
   heraldNode,

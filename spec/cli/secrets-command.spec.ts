@@ -8,8 +8,8 @@ import { resolveConfig } from '../../lib/config/config.ts';
 import { Herald } from '../../lib/herald.ts';
 import { generateSecret } from '../../lib/signing/secret.ts';
 import { keyIdOf, SecretBox } from '../../lib/signing/secret-box.ts';
+import { createTestDatabase } from '../../test-kit/postgres-server.ts';
 import { runHerald } from '../support/herald-cli.ts';
-import { createTestDatabase } from '../support/postgres-server.ts';
 
 describe('herald secrets (CLI)', () => {
   let dir: string;

@@ -13,10 +13,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveConfig } from '../../lib/config/config.ts';
 import { Herald } from '../../lib/herald.ts';
+import { createTestDatabase } from '../../test-kit/postgres-server.ts';
 import { LOOPBACK } from '../support/harness.ts';
 import { banner, get, runHerald, type HeraldProcess } from '../support/herald-cli.ts';
 import { allSeen, recordingSink, type RecordingSink } from '../support/kill-one-node.ts';
-import { createTestDatabase } from '../support/postgres-server.ts';
 
 const FAKETIME_LIBRARY = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1';
 const TOKEN = 'clock-skew-admin-token-0123456789';

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { resolveConfig, type ConfigOverrides } from '../../lib/config/config.ts';
 import { Herald } from '../../lib/herald.ts';
 import { slotOf } from '../../lib/ids.ts';
+import { pauseOutsideAWrite } from '../../test-kit/pause-outside-write.ts';
 import { LOOPBACK, startServer, type TestServer } from '../support/harness.ts';
 import { createEndpoints, deliverThroughAKill, recordingSink } from '../support/kill-one-node.ts';
 import { startNodeProcess, type NodeProcess } from '../support/node-process.ts';
-import { pauseOutsideAWrite } from '../support/pause-outside-write.ts';
 
 const SLOTS = 256;
 

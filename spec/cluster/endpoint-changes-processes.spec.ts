@@ -19,9 +19,9 @@ import { Webhook } from 'standardwebhooks';
 import { publish as publishPg } from '../../lib/producer/postgres-publish.ts';
 import { publish as publishSqlite } from '../../lib/producer/sqlite-publish.ts';
 import type { EventInput } from '../../lib/producer/validate-event.ts';
+import { createTestDatabase } from '../../test-kit/postgres-server.ts';
 import { startServer, type TestServer } from '../support/harness.ts';
 import { banner, runHerald, type HeraldProcess } from '../support/herald-cli.ts';
-import { createTestDatabase } from '../support/postgres-server.ts';
 
 const SLOTS = 256;
 const ENDPOINTS = 24;

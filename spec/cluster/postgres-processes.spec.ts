@@ -14,10 +14,10 @@ import { Herald } from '../../lib/herald.ts';
 import { publish as publishPg } from '../../lib/producer/postgres-publish.ts';
 import type { PostgresStore } from '../../lib/store/postgres/postgres-store.ts';
 import { StatusServer } from '../../lib/api/status-server.ts';
+import { createTestDatabase, startDedicatedServer, type DedicatedServer } from '../../test-kit/postgres-server.ts';
 import { LOOPBACK, nextEvent, type TestServer } from '../support/harness.ts';
 import { allSeen, createEndpoints, deliverThroughAKill, recordingSink } from '../support/kill-one-node.ts';
 import { startNodeProcess, type NodeProcess } from '../support/node-process.ts';
-import { createTestDatabase, startDedicatedServer, type DedicatedServer } from '../support/postgres-server.ts';
 
 const SLOTS = 256;
 

@@ -7,10 +7,10 @@ import { slotsFor } from '../../lib/cluster/rendezvous.ts';
 import type { ConfigOverrides } from '../../lib/config/config.ts';
 import type { SlotLease } from '../../lib/store/port.ts';
 import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
+import { pauseOutsideAWrite } from '../../test-kit/pause-outside-write.ts';
 import { LOOPBACK } from '../support/harness.ts';
 import { banner, get, runHerald, type HeraldProcess } from '../support/herald-cli.ts';
 import { startNodeProcess, type NodeProcess } from '../support/node-process.ts';
-import { pauseOutsideAWrite } from '../support/pause-outside-write.ts';
 
 const SLOTS = 256;
 /** Far longer than any test here runs: a slot changes hands in time only if a restart reaps its dead predecessor. */

@@ -9,7 +9,7 @@ import { deliveryIdFor, slotOf } from '../../lib/ids.ts';
 import type { OutboxEvent } from '../../lib/model.ts';
 import type { Store } from '../../lib/store/port.ts';
 import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
-import { makeEndpoint } from '../store/conformance.ts';
+import { makeEndpoint } from '../store/conformance/index.ts';
 
 const SLOTS = 4;
 const POLL_MS = 1_000;

@@ -6,7 +6,7 @@ import { ManualClock } from '../../lib/clock.ts';
 import { EndpointSync } from '../../lib/engine/endpoint-sync.ts';
 import type { Endpoint } from '../../lib/model.ts';
 import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
-import { makeEndpoint } from '../store/conformance.ts';
+import { makeEndpoint } from '../store/conformance/index.ts';
 
 const INTERVAL_MS = 250;
 

@@ -1,5 +1,5 @@
 /**
- * scripts/build.mjs, which `npm run build`, `prepare` and `prestart` run, on a copy of the
+ * scripts/build/build.mjs, which `npm run build`, `prepare` and `prestart` run, on a copy of the
  * build set-up (the script, the two tsconfigs) around a two-module lib/ in a temporary
  * folder, so the checkout's dist/ is left alone. Its node_modules is the checkout's.
  */
@@ -14,16 +14,16 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-describe('scripts/build.mjs', function () {
+describe('scripts/build/build.mjs', function () {
   // Each build is a tsc run: seconds on a busy machine.
   this.timeout(120_000);
   let dir: string;
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'herald-build-'));
-    mkdirSync(join(dir, 'scripts'));
+    mkdirSync(join(dir, 'scripts', 'build'), { recursive: true });
     mkdirSync(join(dir, 'lib'));
-    for (const file of ['scripts/build.mjs', 'tsconfig.json', 'tsconfig.build.json']) copyFileSync(join(ROOT, file), join(dir, file));
+    for (const file of ['scripts/build/build.mjs', 'tsconfig.json', 'tsconfig.build.json']) copyFileSync(join(ROOT, file), join(dir, file));
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'herald', type: 'module' }));
     writeFileSync(join(dir, 'lib', 'greeting.ts'), "export const greeting = (name: string): string => `hello ${name}`;\n");
@@ -36,7 +36,7 @@ describe('scripts/build.mjs', function () {
   });
 
   async function build(...args: string[]): Promise<void> {
-    await run(process.execPath, ['scripts/build.mjs', ...args], { cwd: dir });
+    await run(process.execPath, ['scripts/build/build.mjs', ...args], { cwd: dir });
   }
 
   /** Sets a file's times `secondsFromNow` away, so an order between files does not hang on the clock's resolution. */

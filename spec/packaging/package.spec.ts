@@ -216,11 +216,11 @@ describe('the npm package', function () {
       'dist/signing/sign-worker.js',
       'dist/store/sqlite/store-thread.js',
       'config/default.json',
-      'scripts/herald.mjs',
+      'scripts/bin/herald.mjs',
       'README.md',
       'package.json',
     ]);
-    expect(paths.filter((path) => !/^(dist\/|config\/default\.json$|scripts\/herald\.mjs$|README\.md$|package\.json$)/.test(path))).to.deep.equal([]);
+    expect(paths.filter((path) => !/^(dist\/|config\/default\.json$|scripts\/bin\/herald\.mjs$|README\.md$|package\.json$)/.test(path))).to.deep.equal([]);
     expect(paths.filter((path) => path.endsWith('.ts') && !path.endsWith('.d.ts'))).to.deep.equal([]);
   });
 

@@ -6,7 +6,7 @@ import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
 import { JsonText } from '../../lib/producer/json-text.ts';
 import { publish, type SqlRunner } from '../../lib/producer/postgres-publish.ts';
 import { migratePostgresSchema } from '../../lib/store/postgres/schema.ts';
-import { createTestDatabase } from '../support/postgres-server.ts';
+import { createTestDatabase } from '../../test-kit/postgres-server.ts';
 
 describe('publish into a PostgreSQL outbox (a real server)', function () {
   // The first spec of a run that needs the server starts it (a few seconds; bounded at 60 s).

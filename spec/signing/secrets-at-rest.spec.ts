@@ -18,8 +18,8 @@ import { generateSecret } from '../../lib/signing/secret.ts';
 import { keyIdOf, SecretBox } from '../../lib/signing/secret-box.ts';
 import { GENERATED_KEY_FILE, SecretKeyOrigin } from '../../lib/signing/secret-key-source.ts';
 import { verify } from '../../lib/signing/verify.ts';
+import { createTestDatabase } from '../../test-kit/postgres-server.ts';
 import { attemptsSeen, LOOPBACK, nextEvent, startHerald, startServer, type TestHerald, type TestServer } from '../support/harness.ts';
-import { createTestDatabase } from '../support/postgres-server.ts';
 
 /** Every text that must not be found at rest: each secret (whole and its base64 body) and the key (base64 and hex). */
 function forbiddenTexts(secrets: readonly string[], key: Buffer): string[] {

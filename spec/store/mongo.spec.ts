@@ -35,7 +35,7 @@ import {
   statusCountFilter,
 } from '../../lib/store/mongo/queries.ts';
 import { openStore } from '../../lib/store/open-store.ts';
-import { describeStoreConformance } from './conformance.ts';
+import { describeStoreConformance } from './conformance/index.ts';
 import { dropDatabase, freshDbName, replicaSetOrSkip, startStandalone, whyNoMongod } from './mongo/mongod.ts';
 
 const DAY = 24 * 60 * 60 * 1_000;

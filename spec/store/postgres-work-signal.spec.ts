@@ -6,7 +6,7 @@ import { ClosedError, ErrorCode, isHeraldError, ValidationError } from '../../li
 import { WORK_CHANNEL } from '../../lib/store/postgres/schema.ts';
 import { PostgresWorkSignal, reconnectDelay } from '../../lib/store/postgres/work-signal.ts';
 import type { ClientLike, WorkSignalOptions, WorkSignalRestart } from '../../lib/store/postgres/work-signal.ts';
-import { createTestDatabase } from '../support/postgres-server.ts';
+import { createTestDatabase } from '../../test-kit/postgres-server.ts';
 
 /** Lets every pending promise callback run (no timers involved). */
 async function flush(): Promise<void> {

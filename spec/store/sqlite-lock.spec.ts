@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { ManualClock } from '../../lib/clock.ts';
 import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
 import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
-import { makeEndpoint } from './conformance.ts';
+import { makeEndpoint } from './conformance/index.ts';
 
 /** Settles (or not) within one turn of the event loop: whether a promise is still waiting. */
 async function stateOf(promise: Promise<unknown>): Promise<'pending' | 'resolved' | 'rejected'> {

@@ -8,7 +8,7 @@ import { ConflictError, ErrorCode, NotFoundError, isHeraldError } from '../../li
 import { Herald } from '../../lib/herald.ts';
 import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
 import { SqliteStoreThread } from '../../lib/store/sqlite/sqlite-store-thread.ts';
-import { describeFileStoreConformance } from './conformance.ts';
+import { describeFileStoreConformance } from './conformance/index.ts';
 
 // The thread runs on the system clock: the test's clock starts at the real time, and the store reads
 // its own clock only to measure a wait for another connection's lock, which these tests never make.

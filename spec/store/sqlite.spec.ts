@@ -8,7 +8,7 @@ import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
 import { deliveryIdFor, slotOf } from '../../lib/ids.ts';
 import type { Endpoint, Outcome } from '../../lib/model.ts';
 import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
-import { describeFileStoreConformance } from './conformance.ts';
+import { describeFileStoreConformance } from './conformance/index.ts';
 
 /** A fresh folder per test under the system temp dir, removed afterwards. */
 function tempDir(): string {

@@ -4,7 +4,7 @@
  * shared PostgreSQL test server (if a spec started one) is stopped.
  */
 import type { Context } from 'mocha';
-import { stopTestServer } from './postgres-server.ts';
+import { stopTestServer } from '../../test-kit/postgres-server.ts';
 
 function listeningServers(): number {
   return process.getActiveResourcesInfo().filter((kind) => kind === 'TCPServerWrap').length;

@@ -11,9 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
+import { freePort } from '../../../test-kit/free-port.ts';
+import { isAlive, stopPidSync } from '../../../test-kit/process-stop.ts';
 import { progress, waitFor, type SinkProcess } from '../harness.ts';
 import type { BullmqWorkerConfig } from './bullmq-worker.ts';
-import { Cleanup, ENQUEUE_BATCH, forkWorker, freePort, isAlive, measure, packageVersion, processTicks, selfTicks, stopPidSync, type DeliveryJob, type PeerMeasurement } from './peer-kit.ts';
+import { Cleanup, ENQUEUE_BATCH, forkWorker, measure, packageVersion, processTicks, selfTicks, type DeliveryJob, type PeerMeasurement } from './peer-kit.ts';
 
 const WORKER_FILE = fileURLToPath(new URL('./bullmq-worker.ts', import.meta.url));
 const QUEUE = 'deliveries';

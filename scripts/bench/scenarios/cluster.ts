@@ -6,7 +6,7 @@
  * time it on the machine's monotonic clock).
  *
  * - SQLite: 1, then 2 processes on one file.
- * - PostgreSQL (the bench's embedded server, `../postgres-server.ts`, default
+ * - PostgreSQL (the embedded server of `test-kit/postgres-server.ts`, default
  *   settings): 1, 2, 3, then 1 process again, each run on a fresh database;
  *   the ratios are against the mean of the two 1-process runs, so drift of
  *   a noisy machine hits both sides. The goal: 2 processes ≥ 1.6× one. The
@@ -39,9 +39,9 @@ import { Herald } from '../../../lib/herald.ts';
 import { publish as publishPostgres } from '../../../lib/producer/postgres-publish.ts';
 import { publish as publishSqlite } from '../../../lib/producer/sqlite-publish.ts';
 import type { EventInput } from '../../../lib/producer/validate-event.ts';
+import { PostgresUnavailableError, startPostgresServer, type PostgresServer } from '../../../test-kit/postgres-server.ts';
 import { backlogBatch, preciseNow, progress, round, sleep, startClusterNode, startSinkProcess, waitFor, type ClusterNode, type ScenarioOptions, type ScenarioResult } from '../harness.ts';
 import { Cleanup, clockTicksPerSecond, processTicks, selfTicks, treeTicks } from '../peers/peer-kit.ts';
-import { PostgresUnavailableError, startBenchPostgres, type BenchPostgres } from '../postgres-server.ts';
 
 const ENDPOINTS = 100;
 const BODY_BYTES = 1024;
@@ -129,14 +129,15 @@ async function postgresRuns(
   timeoutMs: number,
   counts: readonly number[],
 ): Promise<Record<string, unknown> & { readonly met: boolean }> {
-  let server: BenchPostgres;
+  let server: PostgresServer;
   try {
-    server = await startBenchPostgres(cleanup);
+    server = await startPostgresServer({ cleanup });
   } catch (error) {
     if (error instanceof PostgresUnavailableError) return { skipped: error.message, met: false };
     throw error;
   }
-  progress(`postgres: PostgreSQL ${server.version} on 127.0.0.1:${server.port}`);
+  const version = await server.version();
+  progress(`postgres: PostgreSQL ${version} on 127.0.0.1:${server.port}`);
   const runs: RunFigures[] = [];
   for (const processes of counts) {
     const database = `herald_cluster_${runs.length + 1}_${processes}p`;
@@ -149,7 +150,7 @@ async function postgresRuns(
   const three = mean(perSec(3));
   const twoToOne = two / one;
   return {
-    version: server.version,
+    version,
     oneProcessPerSec: round(one, 0),
     oneProcessRuns: perSec(1),
     twoProcessesPerSec: round(two, 0),
@@ -276,7 +277,7 @@ async function sqliteStore(dataDir: string): Promise<RunStore> {
 }
 
 /** A fresh database on the bench's server; the producer a `pg.Client` of its own. */
-async function postgresStore(server: BenchPostgres, database: string): Promise<RunStore> {
+async function postgresStore(server: PostgresServer, database: string): Promise<RunStore> {
   const url = await server.createDatabase(database);
   let producer: pg.Client | undefined;
   return {

@@ -30,9 +30,9 @@ import pg from 'pg';
 import { resolveConfig } from '../../../lib/config/config.ts';
 import { Herald } from '../../../lib/herald.ts';
 import { publish as publishPostgres } from '../../../lib/producer/postgres-publish.ts';
+import { PostgresUnavailableError, startPostgresServer, type PostgresServer } from '../../../test-kit/postgres-server.ts';
 import { backlogBatch, preciseNow, progress, round, sleep, startClusterNode, startSinkProcess, waitFor, type ClusterNode, type ScenarioOptions, type ScenarioResult } from '../harness.ts';
 import { Cleanup } from '../peers/peer-kit.ts';
-import { PostgresUnavailableError, startBenchPostgres, type BenchPostgres } from '../postgres-server.ts';
 
 /** Herald's default `engine.slotCount`. */
 const SLOTS = 256;
@@ -79,14 +79,15 @@ export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
   const cleanup = new Cleanup();
   const sink = await startSinkProcess({ record: 'count', delayMs: SINK_DELAY_MS });
   try {
-    let server: BenchPostgres;
+    let server: PostgresServer;
     try {
-      server = await startBenchPostgres(cleanup);
+      server = await startPostgresServer({ cleanup });
     } catch (error) {
       if (error instanceof PostgresUnavailableError) return { skipped: error.message, met: false };
       throw error;
     }
-    progress(`PostgreSQL ${server.version} on 127.0.0.1:${server.port}`);
+    const version = await server.version();
+    progress(`PostgreSQL ${version} on 127.0.0.1:${server.port}`);
     const runs: RunFigures[] = [];
     for (const endpoints of plan.endpointCounts) {
       for (const nodes of plan.nodeCounts) runs.push(await scaleRun(server, sink, endpoints, nodes, plan.events));
@@ -107,7 +108,7 @@ export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
     const worstJoinHeartbeats = joins.length === 0 ? undefined : Math.max(...joins);
     if (worstJoinHeartbeats !== undefined && worstJoinHeartbeats > GOALS.joinHeartbeats) met = false;
     return {
-      version: server.version,
+      version,
       events: plan.events,
       maxInFlight: MAX_IN_FLIGHT,
       sinkDelayMs: SINK_DELAY_MS,
@@ -126,7 +127,7 @@ export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
   }
 }
 
-async function scaleRun(server: BenchPostgres, sink: Sink, endpointCount: number, nodeCount: number, events: number): Promise<RunFigures> {
+async function scaleRun(server: PostgresServer, sink: Sink, endpointCount: number, nodeCount: number, events: number): Promise<RunFigures> {
   const name = `${endpointCount} endpoints, ${nodeCount} node${nodeCount === 1 ? '' : 's'}`;
   const url = await server.createDatabase(`herald_scaleout_${endpointCount}_${nodeCount}`);
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-bench-scaleout-'));

@@ -5,11 +5,11 @@
  * `gone` (410) or `down` (the port is closed: connection refused). It
  * verifies every request's Standard Webhooks signature with `verify()`.
  *
- * Run alone: `npx tsx scripts/sink.ts [port] [secret]` answers 200 forever.
+ * Run alone: `npx tsx scripts/demo/sink.ts [port] [secret]` answers 200 forever.
  */
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { verify } from '../lib/signing/verify.ts';
+import { verify } from '../../lib/signing/verify.ts';
 
 export type SinkBehaviour = 'ok' | 'error' | 'throttle' | 'gone' | 'down';
 

@@ -5,9 +5,9 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const main = new URL('../dist/cli/main.js', import.meta.url);
+const main = new URL('../../dist/cli/main.js', import.meta.url);
 if (!existsSync(main)) {
-  process.stderr.write(`herald: ${fileURLToPath(main)} is missing: run \`npm run build\` in ${fileURLToPath(new URL('..', import.meta.url))}\n`);
+  process.stderr.write(`herald: ${fileURLToPath(main)} is missing: run \`npm run build\` in ${fileURLToPath(new URL('../..', import.meta.url))}\n`);
   process.exit(1);
 }
 await import(main.href);

@@ -10,10 +10,10 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { resolveConfig } from '../lib/config/config.ts';
-import { Herald } from '../lib/herald.ts';
-import { publish } from '../lib/producer/sqlite-publish.ts';
-import { StatusServer } from '../lib/api/status-server.ts';
+import { resolveConfig } from '../../lib/config/config.ts';
+import { Herald } from '../../lib/herald.ts';
+import { publish } from '../../lib/producer/sqlite-publish.ts';
+import { StatusServer } from '../../lib/api/status-server.ts';
 import { startSink, type SinkPhase } from './sink.ts';
 
 const SINK_PORT = 9_199;

@@ -1,5 +1,5 @@
 /**
- * `npx tsx scripts/simulate-cluster.ts [nodes] [endpoints]`: runs the real lease
+ * `npx tsx scripts/tools/simulate-cluster.ts [nodes] [endpoints]`: runs the real lease
  * logic (LeaseKeeper over a SQLite store) for many simulated nodes in one
  * process on a ManualClock, and prints what docs/SCALING.md reports: slots
  * moved per join and leave, heartbeats until every slot is owned again after
@@ -8,11 +8,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ManualClock } from '../lib/clock.ts';
-import { LeaseKeeper } from '../lib/cluster/lease-keeper.ts';
-import { assignSlots } from '../lib/cluster/rendezvous.ts';
-import { slotOf } from '../lib/ids.ts';
-import { SqliteStore } from '../lib/store/sqlite/sqlite-store.ts';
+import { ManualClock } from '../../lib/clock.ts';
+import { LeaseKeeper } from '../../lib/cluster/lease-keeper.ts';
+import { assignSlots } from '../../lib/cluster/rendezvous.ts';
+import { slotOf } from '../../lib/ids.ts';
+import { SqliteStore } from '../../lib/store/sqlite/sqlite-store.ts';
 
 const NODES = Number(process.argv[2] ?? 50);
 const ENDPOINTS = Number(process.argv[3] ?? 100_000);

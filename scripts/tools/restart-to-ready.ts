@@ -1,5 +1,5 @@
 /**
- * `npx tsx scripts/restart-to-ready.ts [cycles] [root]`: starts `herald start`
+ * `npx tsx scripts/tools/restart-to-ready.ts [cycles] [root]`: starts `herald start`
  * on a fresh SQLite file with the default lease (10 s), then `cycles` times
  * (default 5) kills it with SIGKILL and starts it again on the same data, and
  * prints how long each restart took from the kill until `/readyz` answered
@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 
 const CYCLES = Number(process.argv[2] ?? 5);
-const ROOT = resolve(process.argv[3] ?? fileURLToPath(new URL('..', import.meta.url)));
+const ROOT = resolve(process.argv[3] ?? fileURLToPath(new URL('../..', import.meta.url)));
 /** Polling period of /readyz, and the most polls before giving up (a minute). */
 const POLL_MS = 10;
 const MAX_POLLS = 6_000;

@@ -1,5 +1,5 @@
 /**
- * `npx tsx scripts/idle-rss.ts [runs] [idleMs]`: the resident memory of an idle node, run
+ * `npx tsx scripts/tools/idle-rss.ts [runs] [idleMs]`: the resident memory of an idle node, run
  * the ways Herald can run. Each run starts `herald start` on a fresh SQLite file in a
  * temporary folder, waits for `/readyz` to answer 200, lets it idle `idleMs` (default
  * 5 000), then reads VmRSS from /proc for the started process and every process under it,
@@ -24,7 +24,7 @@ import { request } from 'undici';
 
 const RUNS = Number(process.argv[2] ?? 3);
 const IDLE_MS = Number(process.argv[3] ?? 5_000);
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Polling period of /readyz, and the most polls before giving up (a minute). */
 const POLL_MS = 50;
 const MAX_POLLS = 1_200;
