@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const CHECKER = join(ROOT, 'scripts', 'check-layout.ts');
+const CHECKER = join(ROOT, 'scripts', 'tools', 'check-layout.ts');
 const TSX = join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs');
 
 /** Runs the checker on a lib/ made of `files` (path → text); its exit code and output. */

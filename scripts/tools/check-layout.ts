@@ -7,7 +7,7 @@
  *   them. Type-only imports count: a type cycle is still a cycle of meaning;
  * - no module is longer than MAX_LINES.
  *
- *   tsx scripts/check-layout.ts [--graph] [--root <dir>]   (default root: lib/ of this repository)
+ *   tsx scripts/tools/check-layout.ts [--graph] [--root <dir>]   (default root: lib/ of this repository)
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 const MAX_LINES = 600;
 
 const { values } = parseArgs({ options: { graph: { type: 'boolean', default: false }, root: { type: 'string' } } });
-const root = resolve(values.root ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'lib'));
+const root = resolve(values.root ?? join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'lib'));
 
 function modulesUnder(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
