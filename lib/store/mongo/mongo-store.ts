@@ -39,7 +39,7 @@ import { hostname } from 'node:os';
 import { MongoClient, ObjectId } from 'mongodb';
 import type { ClientSession, Db, Document, Filter, TransactionOptions } from 'mongodb';
 import type { Clock } from '../../clock.ts';
-import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
+import { ClosedError, HeraldError, messageOf, StoreError, ValidationError } from '../../errors.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, ReplayJobRecord, TenantToken } from '../../model.ts';
 import type {
   ReplayableDeadLetter,
@@ -80,7 +80,7 @@ import { endpointChangesAfter, lastEndpointChange } from './endpoint-changes.ts'
 import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, resumeDeliveries, tenantExists, updateEndpoint } from './endpoints.ts';
 import { appendEvents, countUnfannedEvents, fanOutBatch, getEvent, recordFanOuts, unfannedEvents } from './fan-out.ts';
 import { acquireLeases, countOpenBySlot, getSlotWeights, heartbeat, listLeases, listNodes, putSlotWeights, releaseLeases, removeNode, serverTime } from './leases.ts';
-import { isDuplicateKeyError, isIncompatibleServerError, messageOf, MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
+import { isDuplicateKeyError, isIncompatibleServerError, MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
 import { parseMongoUri, redactMongoUri } from './mongo-uri.ts';
 import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './queries.ts';
 import { ResumeTokenKeeper } from './resume-tokens.ts';
