@@ -49,8 +49,6 @@ export interface SqliteConnectionOptions {
 export interface OpenState {
   readonly db: BetterSqlite3.Database;
   readonly dataVersion: Statement<number>;
-  readonly initSlotCount: Statement;
-  readonly getSlotCount: Statement<string>;
   readonly dynamic: DynamicStatements;
   readonly endpoints: EndpointStatements;
   readonly endpointChanges: EndpointChangeStatements;
@@ -233,8 +231,6 @@ function prepareConnection(db: BetterSqlite3.Database): OpenState {
   return {
     db,
     dataVersion: db.prepare<unknown[], number>('PRAGMA data_version').pluck(),
-    initSlotCount: db.prepare(`INSERT OR IGNORE INTO meta (key, value) VALUES ('slot_count', ?)`),
-    getSlotCount: db.prepare<unknown[], string>(`SELECT value FROM meta WHERE key = 'slot_count'`).pluck(),
     dynamic,
     endpoints: new EndpointStatements(db),
     endpointChanges: new EndpointChangeStatements(db),

@@ -154,15 +154,11 @@ export class SqliteStore implements Store {
   async init(options: { readonly slotCount: number }): Promise<{ readonly slotCount: number }> {
     const wanted = checkSlotCount(options.slotCount);
     await this.#connection.open();
-    return this.#run('init', ({ db, initSlotCount, getSlotCount }) =>
-      db.transaction(() => {
-        // The first start fixes the slot count for the data: endpoints hash into it forever after.
-        initSlotCount.run(String(wanted));
-        const stored = Number(getSlotCount.get());
-        this.#slotCount = stored;
-        return { slotCount: stored };
-      }).immediate(),
-    );
+    return this.#run('init', ({ db, leases }) => {
+      // The first start fixes the slot count for the data: endpoints hash into it forever after.
+      this.#slotCount = db.transaction(() => leases.fixSlotCount(wanted)).immediate();
+      return { slotCount: this.#slotCount };
+    });
   }
 
   async close(): Promise<void> {
