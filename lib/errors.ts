@@ -167,3 +167,15 @@ export function isHeraldError(error: unknown): error is HeraldError {
 export function hasCode(error: unknown, code: ErrorCode): boolean {
   return isHeraldError(error) && error.code === code;
 }
+
+/**
+ * The message of any thrown value, for the text of an error that wraps it (the thrown value
+ * itself goes in `cause`). An `AggregateError` without a message of its own (Node's connect
+ * errors when every address of a host failed) answers its errors' messages.
+ */
+export function messageOf(error: unknown): string {
+  if (error instanceof AggregateError && error.message === '') {
+    return error.errors.map(messageOf).join('; ');
+  }
+  return error instanceof Error ? error.message : String(error);
+}

@@ -22,7 +22,7 @@ import dns from 'node:dns';
 import net from 'node:net';
 import { Pool, buildConnector, errors as undiciErrors } from 'undici';
 import type { Clock } from '../clock.ts';
-import { BlockedAddressError, ClosedError, ConfigError, ErrorCode, hasCode } from '../errors.ts';
+import { BlockedAddressError, ClosedError, ConfigError, ErrorCode, hasCode, messageOf } from '../errors.ts';
 import type { Outcome } from '../model.ts';
 import { createAddressGuard } from './address-guard.ts';
 import type { AddressGuard } from './address-guard.ts';
@@ -223,13 +223,6 @@ function codeOf(error: unknown): string | undefined {
 function networkCode(error: unknown): string {
   const codes = [...errorChain(error)].map(codeOf).filter((code) => code !== undefined);
   return codes.find((code) => !code.startsWith('UND_ERR_')) ?? codes[0] ?? 'UNKNOWN';
-}
-
-function messageOf(error: unknown): string {
-  if (error instanceof AggregateError && error.message === '') {
-    return error.errors.map(messageOf).join('; ');
-  }
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** The outcome of a response undici's HTTP/1.1 parser could not read (`HTTPParserError`). */

@@ -21,6 +21,7 @@ import { MongoStore } from '../../lib/store/mongo/mongo-store.ts';
 import type { MongoStoreOptions } from '../../lib/store/mongo/mongo-store.ts';
 import { Collections, MetaKeys } from '../../lib/store/mongo/schema.ts';
 import type { DeliveryDoc, EndpointDoc, EventDoc, MetaDoc } from '../../lib/store/mongo/schema.ts';
+import { REPLAY_FENCE_UPDATE, replayDeliveryFilter, replayDeliveryUpdate, replayFenceFilter } from '../../lib/store/mongo/dead-letter-queries.ts';
 import {
   busyEndpointsPipeline,
   CANDIDATE_PROJECTION,
@@ -28,10 +29,6 @@ import {
   deliveryListFilter,
   DUE_ORDER,
   endpointDueFilter,
-  REPLAY_FENCE_UPDATE,
-  replayDeliveryFilter,
-  replayDeliveryUpdate,
-  replayFenceFilter,
   statusCountFilter,
 } from '../../lib/store/mongo/queries.ts';
 import { openStore } from '../../lib/store/open-store.ts';

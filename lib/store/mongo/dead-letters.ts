@@ -4,6 +4,7 @@
  * transaction, triaged (acknowledged, discarded), and the unreviewed ones the
  * review check watches.
  */
+import { replayInChunks, walkPages, type ReplaySelection } from '../chunked-replay.ts';
 import { triageOutcome, type TriageOutcome } from '../triage.ts';
 import type { DeadLetter } from '../../model.ts';
 import type { DeadLetterFilter, ReplayableDeadLetter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
@@ -24,8 +25,13 @@ import {
   triageFilter,
   triageUpdate,
   UNREVIEWED_FILTER,
-} from './queries.ts';
+} from './dead-letter-queries.ts';
 import type { DeadLetterDoc } from './schema.ts';
+
+/** A dead letter's position in {@link DEAD_LETTER_REPLAY_SORT}'s order; `undefined` before the first. */
+type ReplayKey = { readonly createdAt: number; readonly ord: DeadLetterDoc['ord'] } | undefined;
+
+const replayKeyOf = (row: Pick<DeadLetterDoc, 'createdAt' | 'ord'>): ReplayKey => ({ createdAt: row.createdAt, ord: row.ord });
 
 /** A dead letter's attempts are those of the round that died; earlier rounds have their own dead letters. */
 export async function getDeadLetter(db: StoreDb, id: string): Promise<DeadLetter | undefined> {
@@ -52,12 +58,9 @@ export async function listDeadLetters(db: StoreDb, filter: DeadLetterFilter, lim
  * ignored), `CHUNK` per transaction. Dead letters whose endpoint has been
  * deleted are skipped (their delivery would wait forever).
  */
-export async function replayDeadLetters(
-  db: StoreDb,
-  selection: { readonly ids: readonly string[] } | DeadLetterFilter,
-  now: number,
-): Promise<string[]> {
-  const replayed: string[] = [];
+export async function replayDeadLetters(db: StoreDb, selection: ReplaySelection, now: number): Promise<string[]> {
+  // A transaction per chunk: outside one, MongoDB writes each document on its own, and a chunk's
+  // writes (the endpoints' fence, each delivery, each dead letter) must commit or abort together.
   const replay = (rows: readonly DeadLetterDoc[]) =>
     db.transaction(async (session) => {
       const done: string[] = [];
@@ -76,29 +79,23 @@ export async function replayDeadLetters(
       }
       return done;
     });
-  if ('ids' in selection) {
-    for (let i = 0; i < selection.ids.length; i += CHUNK) {
-      const ids = [...new Set(selection.ids.slice(i, i + CHUNK))];
+  return replayInChunks<DeadLetterDoc, ReplayKey>(selection, {
+    chunkSize: CHUNK,
+    replayIds: async (chunk) => {
+      const ids = [...new Set(chunk)];
       const rows = await db.deadLetters.find({ _id: { $in: ids }, replayedAt: null }).sort({ createdAt: 1, _id: 1 }).toArray();
-      if (rows.length > 0) replayed.push(...(await replay(rows)));
-    }
-    return replayed;
-  }
-  // Keyset pagination: skipped rows stay unreplayed, so "the next unreplayed ones" would loop forever.
-  const base = deadLetterReplayFilter(selection);
-  if (base === undefined) return replayed;
-  let after: { createdAt: number; ord: DeadLetterDoc['ord'] } | undefined;
-  for (;;) {
-    const rows = await db.deadLetters
-      .find({ $and: [base, afterKeyFilter(after)] })
-      .sort(DEAD_LETTER_REPLAY_SORT)
-      .limit(CHUNK)
-      .toArray();
-    if (rows.length > 0) replayed.push(...(await replay(rows)));
-    const last = rows.at(-1);
-    if (rows.length < CHUNK || last === undefined) return replayed;
-    after = { createdAt: last.createdAt, ord: last.ord };
-  }
+      return rows.length > 0 ? replay(rows) : [];
+    },
+    // The page is read outside the chunk's transaction: the replay checks each delivery is still dead.
+    replayPage: async (filter, after) => {
+      const base = deadLetterReplayFilter(filter);
+      if (base === undefined) return { page: [], replayed: [] };
+      const page = await db.deadLetters.find({ $and: [base, afterKeyFilter(after)] }).sort(DEAD_LETTER_REPLAY_SORT).limit(CHUNK).toArray();
+      return { page, replayed: page.length > 0 ? await replay(page) : [] };
+    },
+    start: undefined,
+    keyOf: replayKeyOf,
+  });
 }
 
 /** The next open dead letters matching `filter`, oldest first, after the dead letter `afterId` (or from the start). */
@@ -134,18 +131,16 @@ export async function countReplayableDeadLetters(db: StoreDb, filter: DeadLetter
   if (existing.length === 0) return 0;
   let count = 0;
   // Checked a chunk at a time against the deliveries: a dead letter's delivery may have been revived another way.
-  let after: { createdAt: number; ord: DeadLetterDoc['ord'] } | undefined;
-  for (;;) {
+  await walkPages(undefined, CHUNK, replayKeyOf, async (after: ReplayKey) => {
     const rows = await db.deadLetters
       .find({ $and: [base, { endpointId: { $in: existing } }, afterKeyFilter(after)] }, { projection: { deliveryId: 1, createdAt: 1, ord: 1 } })
       .sort(DEAD_LETTER_REPLAY_SORT)
       .limit(CHUNK)
       .toArray();
     if (rows.length > 0) count += await db.deliveries.countDocuments({ _id: { $in: rows.map((row) => row.deliveryId) }, status: 'dead' });
-    const last = rows.at(-1);
-    if (rows.length < CHUNK || last === undefined) return count;
-    after = { createdAt: last.createdAt, ord: last.ord };
-  }
+    return rows;
+  });
+  return count;
 }
 
 /**

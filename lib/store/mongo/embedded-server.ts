@@ -8,8 +8,7 @@
  * a download, which many networks block. When none can be had, the start fails
  * with a `StoreError` saying so and what to set.
  */
-import { StoreError } from '../../errors.ts';
-import { messageOf } from './mongo-errors.ts';
+import { messageOf, StoreError } from '../../errors.ts';
 
 /** A running server the store owns: it stops it on `close()`. */
 export interface EmbeddedServer {

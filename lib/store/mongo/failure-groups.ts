@@ -15,9 +15,11 @@ import {
   type SampleSource,
 } from '../failure-groups.ts';
 import type { Outcome } from '../../model.ts';
+import { replayFailureGroupInChunks } from '../chunked-replay.ts';
 import type { StoreDb } from './collections.ts';
 import { replayDeadLetters } from './dead-letters.ts';
-import { failureCountPipeline, openFailuresFilter, resumeDeliveriesUpdate, resumeFailureGroupFilter, retryingFailuresFilter } from './queries.ts';
+import { failureCountPipeline, openFailuresFilter, resumeFailureGroupFilter, retryingFailuresFilter } from './dead-letter-queries.ts';
+import { resumeDeliveriesUpdate } from './queries.ts';
 
 interface CountDoc {
   _id: { endpointId: string; kind: string };
@@ -38,9 +40,11 @@ export async function failureGroups(db: StoreDb, filter: FailureGroupFilter): Pr
 
 /** The retrying deliveries first (one update), then the open dead letters, a chunk per transaction. */
 export async function replayFailureGroup(db: StoreDb, key: FailureGroupKey, now: number): Promise<FailureGroupReplay> {
-  const { modifiedCount } = await db.deliveries.updateMany(resumeFailureGroupFilter(key, now), resumeDeliveriesUpdate(now));
-  const replayed = await replayDeadLetters(db, { endpointId: key.endpointId, failureKind: key.kind }, now);
-  return { deadLetters: replayed.length, retrying: modifiedCount };
+  return replayFailureGroupInChunks(
+    key,
+    async () => (await db.deliveries.updateMany(resumeFailureGroupFilter(key, now), resumeDeliveriesUpdate(now))).modifiedCount,
+    (filter) => replayDeadLetters(db, filter, now),
+  );
 }
 
 export function countFromDoc(doc: CountDoc): FailureGroupCount {

@@ -4,6 +4,7 @@
  * is lost on its duplicate `_id`.
  */
 import type { AnyBulkWriteOperation, Db } from 'mongodb';
+import { StoreError } from '../../errors.ts';
 import type { NodeHeartbeat, NodeRecord, SlotLease, SlotOpenCount, SlotWeights } from '../port.ts';
 import type { StoreDb } from './collections.ts';
 import { leaseFromDoc, nodeFromDoc } from './documents.ts';
@@ -120,6 +121,19 @@ export async function getSlotWeights({ meta }: StoreDb): Promise<SlotWeights | u
   const doc = await meta.findOne({ _id: MetaKeys.SLOT_WEIGHTS });
   if (doc?.weights === undefined) return undefined;
   return { weights: doc.weights, by: doc.by ?? '', at: doc.at ?? 0 };
+}
+
+/** Stores `wanted` unless a slot count is stored already; answers the stored one (`../slot-count.ts`). */
+export async function fixSlotCount({ meta }: StoreDb, wanted: number): Promise<number> {
+  try {
+    await meta.updateOne({ _id: MetaKeys.SLOT_COUNT }, { $setOnInsert: { value: wanted } }, { upsert: true });
+  } catch (error) {
+    // Two first starts at once: the other one inserted it.
+    if (!isDuplicateKeyError(error)) throw error;
+  }
+  const stored = await meta.findOne({ _id: MetaKeys.SLOT_COUNT });
+  if (typeof stored?.value !== 'number') throw new StoreError('mongodb: meta.slot_count is missing or not a number');
+  return stored.value;
 }
 
 export async function putSlotWeights({ meta }: StoreDb, weights: SlotWeights): Promise<void> {

@@ -81,8 +81,3 @@ export function onlyDuplicateKeys(error: unknown): boolean {
   const writeErrors = error.result.getWriteErrors();
   return writeErrors.length > 0 && writeErrors.every((e) => e.code === MongoErrorCode.DUPLICATE_KEY);
 }
-
-/** The message of any thrown value. */
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

@@ -25,21 +25,20 @@
  * Each concern's queries and writes live in a module of its own, as
  * functions over the open collections (`endpoints.ts`, `fan-out.ts`,
  * `leases.ts`, `claims.ts`, `settle.ts`, `delivery-log.ts`,
- * `dead-letters.ts`, `delivery-minutes.ts`, `retention.ts`); this class keeps the connection, the
- * transactions, the error mapping, the change feed and the owned slots.
+ * `dead-letters.ts`, `delivery-minutes.ts`, `retention.ts`); the client, the
+ * transactions and the error mapping are `connection.ts`'s, the change feed
+ * and the owned slots `work-signal.ts`'s.
  *
- * The work signal is a change stream (`change-feed.ts`), started by the first
+ * The work signal is a change stream (`work-signal.ts`), started by the first
  * `watch()` and stopped with the last. Delivery inserts are filtered on the
  * server to the slots this process owns: by default the slots this store has
  * granted through `acquireLeases` (and not released), or those given to
  * {@link MongoStore.setOwnedSlots}. Events and deliveries this store inserts
  * carry its `origin` and are not signalled back to it.
  */
-import { hostname } from 'node:os';
-import { MongoClient, ObjectId } from 'mongodb';
-import type { ClientSession, Db, Document, Filter, TransactionOptions } from 'mongodb';
+import { ObjectId } from 'mongodb';
 import type { Clock } from '../../clock.ts';
-import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
+import { ValidationError } from '../../errors.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, ReplayJobRecord, TenantToken } from '../../model.ts';
 import type {
   ReplayableDeadLetter,
@@ -67,44 +66,24 @@ import type {
   UnreviewedDeadLetters,
 } from '../port.ts';
 import type { TriageOutcome } from '../triage.ts';
-import { ChangeFeed } from './change-feed.ts';
-import type { ChangeFeedRestart, ChangeStreamLike } from './change-feed.ts';
 import { claimDue, claimForEndpoints, UnsentClaims } from './claims.ts';
-import type { StoreDb } from './collections.ts';
+import { MongoConnection, type OpenState } from './connection.ts';
 import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../failure-groups.ts';
 import { failureGroups, replayFailureGroup } from './failure-groups.ts';
 import { countReplayableDeadLetters, getDeadLetter, listDeadLetters, replayableDeadLetterPage, replayDeadLetters, triageDeadLetters, unreviewedDeadLetters } from './dead-letters.ts';
 import { countDeliveries, getDelivery, listAttempts, listDeliveries, listDeliveriesAfterSequence, nextDueAt } from './delivery-log.ts';
-import type { EmbeddedServer, StartEmbeddedServer } from './embedded-server.ts';
+import type { StartEmbeddedServer } from './embedded-server.ts';
 import { endpointChangesAfter, lastEndpointChange } from './endpoint-changes.ts';
 import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, resumeDeliveries, tenantExists, updateEndpoint } from './endpoints.ts';
 import { appendEvents, countUnfannedEvents, fanOutBatch, getEvent, recordFanOuts, unfannedEvents } from './fan-out.ts';
-import { acquireLeases, countOpenBySlot, getSlotWeights, heartbeat, listLeases, listNodes, putSlotWeights, releaseLeases, removeNode, serverTime } from './leases.ts';
-import { isDuplicateKeyError, isIncompatibleServerError, messageOf, MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
-import { parseMongoUri, redactMongoUri } from './mongo-uri.ts';
+import { acquireLeases, countOpenBySlot, fixSlotCount, getSlotWeights, heartbeat, listLeases, listNodes, putSlotWeights, releaseLeases, removeNode, serverTime } from './leases.ts';
+import { parseMongoUri } from './mongo-uri.ts';
 import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './queries.ts';
-import { ResumeTokenKeeper } from './resume-tokens.ts';
 import { purge, purgeDeliveryMinutes } from './retention.ts';
 import { addDeliveryMinutes, deliveryMinutes, deliveryTotals } from './delivery-minutes.ts';
 import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../delivery-minutes.ts';
-import { checkServerSupport, tooOldProblem } from './server-check.ts';
 import type { ServerSupport } from './server-check.ts';
-import { Collections, ensureSchema, MetaKeys } from './schema.ts';
-import type {
-  AttemptDoc,
-  DeadLetterDoc,
-  DeliveryDoc,
-  DeliveryMinuteDoc,
-  EndpointDoc,
-  EndpointSequenceDoc,
-  EventDoc,
-  LeaseDoc,
-  MetaDoc,
-  NodeDoc,
-  ReplayJobDoc,
-  EndpointChangeDoc,
-  TenantTokenDoc,
-} from './schema.ts';
+import { checkSlotCount } from '../slot-count.ts';
 import {
   countLiveReplays,
   createReplayJob,
@@ -117,11 +96,13 @@ import {
 } from './replay-jobs.ts';
 import { createTenantToken, deleteTenantToken, getTenantToken, listTenantTokens } from './tenant-tokens.ts';
 import { settle } from './settle.ts';
+import { MongoWorkSignal, type MongoWorkSignalOptions } from './work-signal.ts';
 
 const MINUTE = 60 * 1_000;
 const DAY = 24 * 60 * MINUTE;
 
-export interface MongoStoreOptions {
+/** The change feed's options are the work signal's (`MongoWorkSignalOptions`). */
+export interface MongoStoreOptions extends MongoWorkSignalOptions {
   /** `mongodb://…` or `mongodb+srv://…`; required unless `embedded` is given. */
   readonly uri?: string;
   /** Starts a server the store owns and stops on `close()` (the `mongodb-memory-server` setting). */
@@ -139,118 +120,27 @@ export interface MongoStoreOptions {
    */
   readonly retentionMs?: number | null;
   /**
-   * The change feed's name, under which its resume token is kept in `meta`
-   * (`resume_token:<key>`): each node its own, so nodes do not write one
-   * document in turn nor resume from each other's position. Processes that
-   * share a host give each its own key; a key not saved for a week is deleted.
-   * @default the host name (`os.hostname()`)
-   */
-  readonly changeFeedKey?: string;
-  /**
-   * How long the server holds a change-stream `getMore` open waiting for changes.
-   * @default 1000
-   */
-  readonly maxAwaitTimeMs?: number;
-  /**
-   * At most one resume-token write per this period after a change was signalled.
-   * @default 1000
-   */
-  readonly resumeTokenSaveIntervalMs?: number;
-  /**
-   * At most one resume-token write per this period while nothing is signalled: the write is itself
-   * a change the stream sees, so saving an idle token as often as a busy one writes once a second
-   * forever. Keep it well inside the oplog's window.
-   * @default 600000 (10 minutes)
-   */
-  readonly resumeTokenIdleSaveIntervalMs?: number;
-  /**
-   * Wait before the second consecutive change-feed restart, doubling up to `maxRestartDelayMs`.
-   * @default 1000
-   */
-  readonly restartDelayMs?: number;
-  /** @default 30000 */
-  readonly maxRestartDelayMs?: number;
-  /**
    * How long `init()` and each operation wait for a suitable server.
    * @default 10000
    */
   readonly serverSelectionTimeoutMs?: number;
-  /**
-   * Called on every change-feed restart (after which the engine sweeps).
-   * @default a process warning (`HERALD_CHANGE_FEED_RESTART`) on stderr
-   */
-  readonly onChangeFeedRestart?: (restart: ChangeFeedRestart) => void;
 }
 
 const DEFAULTS = Object.freeze({
   retentionMs: 30 * DAY,
-  changeFeedKey: hostname() || 'default',
-  maxAwaitTimeMs: 1_000,
-  resumeTokenSaveIntervalMs: 1_000,
-  resumeTokenIdleSaveIntervalMs: 10 * MINUTE,
-  restartDelayMs: 1_000,
-  maxRestartDelayMs: 30_000,
   serverSelectionTimeoutMs: 10_000,
-  onChangeFeedRestart: warnRestart,
-} satisfies Required<Omit<MongoStoreOptions, 'uri' | 'embedded' | 'dbName' | 'clock'>>);
-
-const MAX_SLOT_COUNT = 65_536;
-/** Resume-token documents of other keys not saved for this long are deleted (their feeds are gone). */
-const STALE_RESUME_TOKEN_MS = 7 * DAY;
-
-const TRANSACTION: TransactionOptions = Object.freeze({
-  readConcern: { level: 'snapshot' as const },
-  writeConcern: { w: 'majority' as const },
-  readPreference: 'primary' as const,
-});
-
-/** The open client, and the collections and transaction runner the concern modules are given. */
-interface OpenState extends StoreDb {
-  readonly client: MongoClient;
-  readonly db: Db;
-  readonly support: ServerSupport;
-}
-
-/** The change stream's documents after the feed's `$project`. */
-interface FeedChange extends Document {
-  readonly _id: unknown;
-  readonly operationType: string;
-}
+} satisfies Required<Omit<MongoStoreOptions, 'uri' | 'embedded' | 'dbName' | 'clock' | keyof MongoWorkSignalOptions>>);
 
 export class MongoStore implements Store {
-  readonly #uri: string | undefined;
-  readonly #embedded: StartEmbeddedServer | undefined;
-  readonly #dbName: string | undefined;
   readonly #clock: Clock;
-  readonly #retentionMs: number | null;
-  readonly #changeFeedKey: string;
-  readonly #maxAwaitTimeMs: number;
-  readonly #resumeTokenSaveIntervalMs: number;
-  readonly #resumeTokenIdleSaveIntervalMs: number;
-  readonly #restartDelayMs: number;
-  readonly #maxRestartDelayMs: number;
-  readonly #serverSelectionTimeoutMs: number;
-  readonly #onChangeFeedRestart: (restart: ChangeFeedRestart) => void;
-
-  #state: OpenState | undefined;
+  readonly #connection: MongoConnection;
   /** Fixed by the first `init()` on this data; deliveries' slots are derived from it. */
   #slotCount = 0;
-  #opening: Promise<OpenState> | undefined;
-  #server: EmbeddedServer | undefined;
-  #closed = false;
   /** Marks what this store inserts (events, deliveries), so its own change feed skips it. */
   readonly #origin = new ObjectId().toHexString();
   /** Claims that failed after their bulk write, given back before the next claim (`claims.ts`). */
   readonly #unsentClaims = new UnsentClaims();
-
-  readonly #listeners = new Set<() => void>();
-  #feed: ChangeFeed | undefined;
-  #feedStopping: Promise<void> | undefined;
-  #restarts = 0;
-  /** Slots granted to each owner through this store and not released: the feed's default filter. */
-  readonly #granted = new Map<string, ReadonlySet<number>>();
-  /** Slots given to setOwnedSlots(), overriding `#granted`. */
-  #pinnedSlots: readonly number[] | undefined;
+  readonly #signal: MongoWorkSignal;
 
   /**
    * @throws ValidationError (`HERALD_INVALID_INPUT`) naming the option: a URI
@@ -277,41 +167,31 @@ export class MongoStore implements Store {
     if (retentionMs !== null && (!Number.isFinite(retentionMs) || retentionMs < 1_000)) {
       throw new ValidationError('retentionMs', `must be null or at least 1000 (got ${String(retentionMs)})`);
     }
-    const positive = (field: string, value: number | undefined, fallback: number, min = 1): number => {
-      const v = value ?? fallback;
-      if (!Number.isInteger(v) || v < min) throw new ValidationError(field, `must be an integer of at least ${min} (got ${String(v)})`);
-      return v;
-    };
-    const key = options.changeFeedKey ?? DEFAULTS.changeFeedKey;
-    if (typeof key !== 'string' || key === '') throw new ValidationError('changeFeedKey', `must be a non-empty string (got ${JSON.stringify(key)})`);
-    this.#uri = options.uri;
-    this.#embedded = options.embedded;
-    this.#dbName = options.dbName;
     this.#clock = options.clock;
-    this.#retentionMs = retentionMs;
-    this.#changeFeedKey = key;
-    this.#maxAwaitTimeMs = positive('maxAwaitTimeMs', options.maxAwaitTimeMs, DEFAULTS.maxAwaitTimeMs);
-    this.#resumeTokenSaveIntervalMs = positive('resumeTokenSaveIntervalMs', options.resumeTokenSaveIntervalMs, DEFAULTS.resumeTokenSaveIntervalMs, 0);
-    this.#resumeTokenIdleSaveIntervalMs = positive(
-      'resumeTokenIdleSaveIntervalMs',
-      options.resumeTokenIdleSaveIntervalMs,
-      DEFAULTS.resumeTokenIdleSaveIntervalMs,
-      0,
-    );
-    this.#restartDelayMs = positive('restartDelayMs', options.restartDelayMs, DEFAULTS.restartDelayMs, 0);
-    this.#maxRestartDelayMs = positive('maxRestartDelayMs', options.maxRestartDelayMs, DEFAULTS.maxRestartDelayMs, 0);
-    this.#serverSelectionTimeoutMs = positive('serverSelectionTimeoutMs', options.serverSelectionTimeoutMs, DEFAULTS.serverSelectionTimeoutMs);
-    this.#onChangeFeedRestart = options.onChangeFeedRestart ?? DEFAULTS.onChangeFeedRestart;
+    // The work signal checks its options before serverSelectionTimeoutMs is, as they are listed.
+    this.#signal = new MongoWorkSignal({ ...options, origin: this.#origin });
+    const serverSelectionTimeoutMs = options.serverSelectionTimeoutMs ?? DEFAULTS.serverSelectionTimeoutMs;
+    if (!Number.isInteger(serverSelectionTimeoutMs) || serverSelectionTimeoutMs < 1) {
+      throw new ValidationError('serverSelectionTimeoutMs', `must be an integer of at least 1 (got ${String(serverSelectionTimeoutMs)})`);
+    }
+    this.#connection = new MongoConnection({
+      uri: options.uri,
+      embedded: options.embedded,
+      dbName: options.dbName,
+      retentionMs,
+      serverSelectionTimeoutMs,
+      origin: this.#origin,
+    });
   }
 
   /** Change-feed restarts since the store opened (lost tokens, invalidations, errors). */
   get changeFeedRestarts(): number {
-    return this.#restarts;
+    return this.#signal.restarts;
   }
 
   /** What the server is, once `init()` has run. */
   get serverSupport(): ServerSupport | undefined {
-    return this.#state?.support;
+    return this.#connection.serverSupport;
   }
 
   /**
@@ -321,122 +201,35 @@ export class MongoStore implements Store {
    * when the set changes; nothing is missed.
    */
   setOwnedSlots(slots: readonly number[] | undefined): void {
-    this.#pinnedSlots = slots === undefined ? undefined : [...slots];
-    this.#feed?.setSlots(this.#feedSlots());
+    this.#signal.setOwnedSlots(slots);
   }
 
   /** Resolves once the change stream is open (changes committed from then on are signalled). */
   whenChangeFeedReady(): Promise<void> {
-    return this.#feed?.whenReady() ?? Promise.resolve();
+    return this.#signal.whenReady();
   }
 
   async init(options: { readonly slotCount: number }): Promise<{ readonly slotCount: number }> {
-    const wanted = options.slotCount;
-    if (!Number.isInteger(wanted) || wanted < 1 || wanted > MAX_SLOT_COUNT) {
-      throw new ValidationError('slotCount', `must be an integer from 1 to ${MAX_SLOT_COUNT} (got ${String(wanted)})`);
-    }
-    if (this.#closed) throw new ClosedError('MongoStore');
-    if (this.#state === undefined) {
-      this.#opening ??= this.#open();
-      try {
-        this.#state = await this.#opening;
-      } finally {
-        this.#opening = undefined;
-      }
-    }
-    return this.#run('init', async ({ meta }) => {
+    const wanted = checkSlotCount(options.slotCount);
+    await this.#connection.open();
+    return this.#run('init', async (state) => {
       // The first start fixes the slot count for the data: endpoints hash into it forever after.
-      try {
-        await meta.updateOne({ _id: MetaKeys.SLOT_COUNT }, { $setOnInsert: { value: wanted } }, { upsert: true });
-      } catch (error) {
-        // Two first starts at once: the other one inserted it.
-        if (!isDuplicateKeyError(error)) throw error;
-      }
-      const stored = await meta.findOne({ _id: MetaKeys.SLOT_COUNT });
-      if (typeof stored?.value !== 'number') throw new StoreError('mongodb: meta.slot_count is missing or not a number');
-      this.#slotCount = stored.value;
-      return { slotCount: stored.value };
+      this.#slotCount = await fixSlotCount(state, wanted);
+      return { slotCount: this.#slotCount };
     });
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#listeners.clear();
-    const feed = this.#feed;
-    this.#feed = undefined;
-    await feed?.stop();
-    await this.#feedStopping;
-    const state = this.#state ?? (await this.#opening?.catch(() => undefined));
-    this.#state = undefined;
-    // Claims that failed half way: the last chance to give them back before the slots change hands.
-    if (state !== undefined) await this.#unsentClaims.retry(state, this.#clock.now());
-    const server = this.#server;
-    this.#server = undefined;
-    try {
-      await state?.client.close();
-    } catch (error) {
-      throw new StoreError(`mongodb: close failed: ${redactMongoUri(messageOf(error))}`, { cause: error });
-    } finally {
-      await server?.stop();
-    }
+    if (this.#connection.closed) return;
+    await this.#connection.close(async (state) => {
+      await this.#signal.stop();
+      // Claims that failed half way: the last chance to give them back before the slots change hands.
+      if (state !== undefined) await this.#unsentClaims.retry(state, this.#clock.now());
+    });
   }
 
   watch(listener: () => void): () => void {
-    const state = this.#ready();
-    this.#listeners.add(listener);
-    if (this.#feed === undefined) {
-      const tokens = new ResumeTokenKeeper(
-        {
-          read: async (id) => (await state.meta.findOne({ _id: id }))?.token,
-          write: async (id, token, savedAt) => {
-            await state.meta.updateOne({ _id: id }, { $set: { token, savedAt } }, { upsert: true });
-          },
-          remove: async (id) => {
-            await state.meta.deleteOne({ _id: id });
-          },
-          prune: async (savedBefore, keep) => {
-            await state.meta.deleteMany(staleResumeTokensFilter(savedBefore, keep));
-          },
-        },
-        {
-          key: this.#changeFeedKey,
-          saveIntervalMs: this.#resumeTokenSaveIntervalMs,
-          idleSaveIntervalMs: this.#resumeTokenIdleSaveIntervalMs,
-          staleAfterMs: STALE_RESUME_TOKEN_MS,
-        },
-      );
-      const feed = new ChangeFeed(
-        {
-          open: ({ pipeline, resumeAfter }): ChangeStreamLike =>
-            state.db.watch<Document, FeedChange>(pipeline, {
-              maxAwaitTimeMS: this.#maxAwaitTimeMs,
-              ...(resumeAfter === undefined ? {} : { resumeAfter }),
-            }),
-          tokens,
-          clock: this.#clock,
-          origin: this.#origin,
-          onChange: () => {
-            for (const l of [...this.#listeners]) l();
-          },
-          onRestart: (restart) => {
-            this.#restarts++;
-            this.#onChangeFeedRestart(restart);
-          },
-          restartDelayMs: this.#restartDelayMs,
-          maxRestartDelayMs: this.#maxRestartDelayMs,
-        },
-        this.#feedSlots(),
-      );
-      this.#feed = feed;
-      feed.start();
-    }
-    return () => {
-      if (!this.#listeners.delete(listener) || this.#listeners.size > 0) return;
-      const feed = this.#feed;
-      this.#feed = undefined;
-      if (feed !== undefined) this.#feedStopping = Promise.all([this.#feedStopping, feed.stop()]).then(() => undefined);
-    };
+    return this.#signal.watch(this.#connection.ready(), listener);
   }
 
   // Endpoints
@@ -532,19 +325,14 @@ export class MongoStore implements Store {
     const { owner, slots, now, leaseMs } = request;
     if (slots.length === 0) return [];
     const held = await this.#run('acquireLeases', (state) => acquireLeases(state, owner, slots, now, leaseMs));
-    const granted = new Set(this.#granted.get(owner) ?? []);
-    for (const slot of slots) granted.delete(slot);
-    for (const lease of held) granted.add(lease.slot);
-    this.#grant(owner, granted);
+    this.#signal.granted(owner, slots, held.map((lease) => lease.slot));
     return held;
   }
 
   async releaseLeases(owner: string, slots: readonly number[]): Promise<void> {
     if (slots.length === 0) return;
     await this.#run('releaseLeases', (state) => releaseLeases(state, owner, slots));
-    const granted = new Set(this.#granted.get(owner) ?? []);
-    for (const slot of slots) granted.delete(slot);
-    this.#grant(owner, granted);
+    this.#signal.granted(owner, slots, []);
   }
 
   /** Leases that have an owner, expired or not; released slots are left out. */
@@ -749,125 +537,8 @@ export class MongoStore implements Store {
     return this.#run('purgeDeliveryMinutes', (state) => purgeDeliveryMinutes(state, before));
   }
 
-  #grant(owner: string, slots: ReadonlySet<number>): void {
-    this.#granted.set(owner, slots);
-    this.#feed?.setSlots(this.#feedSlots());
+  /** Runs one port operation on the connection (`MongoConnection.run`). */
+  #run<T>(operation: string, fn: (state: OpenState) => Promise<T>): Promise<T> {
+    return this.#connection.run(operation, fn);
   }
-
-  /** The feed's slot filter: pinned slots, else those granted to owners through this store, else all. */
-  #feedSlots(): readonly number[] | undefined {
-    if (this.#pinnedSlots !== undefined) return this.#pinnedSlots;
-    if (this.#granted.size === 0) return undefined;
-    const union = new Set<number>();
-    for (const slots of this.#granted.values()) for (const slot of slots) union.add(slot);
-    return [...union];
-  }
-
-  async #open(): Promise<OpenState> {
-    let uri = this.#uri;
-    let client: MongoClient | undefined;
-    try {
-      if (this.#embedded !== undefined) {
-        this.#server = await this.#embedded();
-        uri = this.#server.uri;
-      }
-      if (uri === undefined) throw new ValidationError('uri', 'is required');
-      const info = parseMongoUri(uri);
-      client = new MongoClient(uri, {
-        writeConcern: { w: 'majority' },
-        serverSelectionTimeoutMS: this.#serverSelectionTimeoutMs,
-        appName: 'herald',
-      });
-      await client.connect();
-      const admin = client.db('admin');
-      const hello = await admin.command({ hello: 1 }).catch(async (error: unknown) => {
-        // MongoDB 4.4.0 and 4.4.1, still supported, know only the legacy name (`hello` came in 4.4.2).
-        if (serverErrorCode(error) === MongoErrorCode.COMMAND_NOT_FOUND) return admin.command({ isMaster: 1 });
-        throw error;
-      });
-      const buildInfo = await admin.command({ buildInfo: 1 });
-      const check = checkServerSupport({ hello, buildInfo });
-      if (!check.ok) throw new StoreError(`mongodb: ${redactMongoUri(uri)}: ${check.problem}`);
-      const db = client.db(this.#dbName ?? info.dbName);
-      await ensureSchema(db, { retentionMs: this.#retentionMs });
-      return openState(client, db, check.support, this.#origin);
-    } catch (error) {
-      await client?.close().catch(() => undefined);
-      const server = this.#server;
-      this.#server = undefined;
-      await server?.stop().catch(() => undefined);
-      if (error instanceof HeraldError) throw error;
-      const where = uri === undefined ? 'the embedded server' : redactMongoUri(uri);
-      if (isIncompatibleServerError(error)) {
-        // The driver refuses a server older than 4.4 in its handshake, before Herald can ask it anything.
-        throw new StoreError(`mongodb: ${where}: ${tooOldProblem()} (${redactMongoUri(messageOf(error))})`, { cause: error });
-      }
-      throw new StoreError(`mongodb: cannot open ${where}: ${redactMongoUri(messageOf(error))}`, { cause: error });
-    }
-  }
-
-  #ready(): OpenState {
-    if (this.#closed) throw new ClosedError('MongoStore');
-    if (this.#state === undefined) throw new StoreError('MongoStore: call init() before using the store');
-    return this.#state;
-  }
-
-  /** Runs one port operation, turning driver errors into `StoreError`s that name it. */
-  async #run<T>(operation: string, fn: (state: OpenState) => Promise<T>): Promise<T> {
-    const state = this.#ready();
-    try {
-      return await fn(state);
-    } catch (error) {
-      if (error instanceof HeraldError) throw error;
-      if (this.#closed) throw new ClosedError('MongoStore');
-      throw new StoreError(`mongodb: ${operation} failed: ${redactMongoUri(messageOf(error))}`, { cause: error });
-    }
-  }
-}
-
-/** The collections' handles, and transactions run by {@link runTransaction}. */
-function openState(client: MongoClient, db: Db, support: ServerSupport, origin: string): OpenState {
-  return {
-    client,
-    db,
-    support,
-    origin,
-    meta: db.collection<MetaDoc>(Collections.META),
-    endpoints: db.collection<EndpointDoc>(Collections.ENDPOINTS),
-    events: db.collection<EventDoc>(Collections.EVENTS),
-    deliveries: db.collection<DeliveryDoc>(Collections.DELIVERIES),
-    attempts: db.collection<AttemptDoc>(Collections.ATTEMPTS),
-    deadLetters: db.collection<DeadLetterDoc>(Collections.DEAD_LETTERS),
-    leases: db.collection<LeaseDoc>(Collections.LEASES),
-    nodes: db.collection<NodeDoc>(Collections.NODES),
-    tenantTokens: db.collection<TenantTokenDoc>(Collections.TENANT_TOKENS),
-    deliveryMinutes: db.collection<DeliveryMinuteDoc>(Collections.DELIVERY_MINUTES),
-    endpointSequences: db.collection<EndpointSequenceDoc>(Collections.ENDPOINT_SEQUENCES),
-    replayJobs: db.collection<ReplayJobDoc>(Collections.REPLAY_JOBS),
-    endpointChanges: db.collection<EndpointChangeDoc>(Collections.ENDPOINT_CHANGES),
-    transaction: (fn) => runTransaction(client, fn),
-  };
-}
-
-/** Runs `fn` in a transaction (retried by the driver on transient errors); `fn` must pass the session on. */
-async function runTransaction<T>(client: MongoClient, fn: (session: ClientSession) => Promise<T>): Promise<T> {
-  const session = client.startSession();
-  try {
-    return await session.withTransaction(fn, TRANSACTION);
-  } finally {
-    await session.endSession();
-  }
-}
-
-/** The resume-token documents of other feeds not saved since `savedBefore`. */
-export function staleResumeTokensFilter(savedBefore: number, keep: string): Filter<MetaDoc> {
-  return { _id: { $regex: `^${MetaKeys.RESUME_TOKEN_PREFIX}`, $ne: keep }, savedAt: { $lt: savedBefore } };
-}
-
-function warnRestart(restart: ChangeFeedRestart): void {
-  const why = restart.error === undefined ? '' : `: ${redactMongoUri(messageOf(restart.error))}`;
-  process.emitWarning(
-    `mongodb change feed restarted (${restart.reason}, restart ${restart.restarts}, ${restart.resumed ? 'resuming from its token' : 'from now, after a sweep'})${why}`,
-    { code: 'HERALD_CHANGE_FEED_RESTART' },
-  );
 }

@@ -4,6 +4,7 @@
  * deliveries, `CHUNK` events per transaction, and replay jobs ended before it; delivery minutes older than
  * theirs, `CHUNK` per delete.
  */
+import { purgeInChunks, purgeInOrder } from '../chunked-purge.ts';
 import type { PurgeResult } from '../port.ts';
 import { CHUNK } from './collections.ts';
 import type { StoreDb } from './collections.ts';
@@ -18,11 +19,25 @@ import { unfinishedDeliveriesFilter } from './queries.ts';
  * deliveries, `CHUNK` events per transaction.
  */
 export async function purge(db: StoreDb, before: number): Promise<PurgeResult> {
-  const attempts = (await db.attempts.deleteMany({ startedAt: { $lt: before } })).deletedCount;
-  const deadLetters = (await db.deadLetters.deleteMany({ createdAt: { $lt: before } })).deletedCount;
-  let events = 0;
+  // Attempts, dead letters, replay jobs and changes in one `deleteMany` each, not in chunks as in
+  // SQL: outside a transaction the server deletes document by document, with no lock held across.
+  return purgeInOrder({
+    attempts: async () => (await db.attempts.deleteMany({ startedAt: { $lt: before } })).deletedCount,
+    deadLetters: async () => (await db.deadLetters.deleteMany({ createdAt: { $lt: before } })).deletedCount,
+    events: () => purgeEvents(db, before),
+    replayJobs: async () => (await db.replayJobs.deleteMany({ state: { $ne: 'running' }, finishedAt: { $lt: before } })).deletedCount,
+    endpointChanges: () => purgeEndpointChanges(db, before),
+  });
+}
+
+/**
+ * `CHUNK` events per step, read past the last one looked at: an event kept (an unfinished
+ * delivery or an unreplayed dead letter needs it) stays, so "the next purgeable ones" would read
+ * it again forever. Each chunk's deletes run in one transaction.
+ */
+async function purgeEvents(db: StoreDb, before: number): Promise<number> {
   let after: string | undefined;
-  for (;;) {
+  return purgeInChunks(CHUNK, async () => {
     const batch = await db.events
       .find(
         { createdAt: { $lt: before }, fannedOut: true, ...(after === undefined ? {} : { _id: { $gt: after } }) },
@@ -32,7 +47,7 @@ export async function purge(db: StoreDb, before: number): Promise<PurgeResult> {
       .limit(CHUNK)
       .toArray();
     const last = batch.at(-1);
-    if (last === undefined) break;
+    if (last === undefined) return 0;
     after = last._id;
     const ids = batch.map((e) => e._id);
     const blocked = new Set([
@@ -40,26 +55,22 @@ export async function purge(db: StoreDb, before: number): Promise<PurgeResult> {
       ...(await db.deadLetters.distinct('eventId', { eventId: { $in: ids }, replayedAt: null })),
     ]);
     const purgeable = ids.filter((id) => !blocked.has(id));
-    if (purgeable.length > 0) {
-      events += await db.transaction(async (session) => {
-        await db.deliveries.deleteMany({ eventId: { $in: purgeable } }, { session });
-        return (await db.events.deleteMany({ _id: { $in: purgeable } }, { session })).deletedCount;
-      });
-    }
-    if (batch.length < CHUNK) break;
-  }
-  const replayJobs = (await db.replayJobs.deleteMany({ state: { $ne: 'running' }, finishedAt: { $lt: before } })).deletedCount;
-  await purgeEndpointChanges(db, before);
-  return { attempts, deadLetters, events, replayJobs };
+    const removed =
+      purgeable.length === 0
+        ? 0
+        : await db.transaction(async (session) => {
+            await db.deliveries.deleteMany({ eventId: { $in: purgeable } }, { session });
+            return (await db.events.deleteMany({ _id: { $in: purgeable } }, { session })).deletedCount;
+          });
+    return { examined: batch.length, removed };
+  });
 }
 
 /** Deletes the delivery minutes that start before `before`, `CHUNK` documents per delete (read by the `minute` index). */
 export async function purgeDeliveryMinutes(db: StoreDb, before: number): Promise<number> {
-  let total = 0;
-  for (;;) {
+  return purgeInChunks(CHUNK, async () => {
     const ids = (await db.deliveryMinutes.find({ minute: { $lt: before } }, { projection: { _id: 1 } }).limit(CHUNK).toArray()).map((doc) => doc._id);
-    if (ids.length === 0) return total;
-    total += (await db.deliveryMinutes.deleteMany({ _id: { $in: ids } })).deletedCount;
-    if (ids.length < CHUNK) return total;
-  }
+    if (ids.length === 0) return 0;
+    return { examined: ids.length, removed: (await db.deliveryMinutes.deleteMany({ _id: { $in: ids } })).deletedCount };
+  });
 }

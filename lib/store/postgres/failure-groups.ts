@@ -3,7 +3,16 @@
  * `deliveries_failing` and `dead_letters_failing` (the failing rows only, index-only), each
  * group's sample read by one seek, and a group's retrying deliveries made due.
  */
-import type { FailureGroupCount, FailureGroupFilter, FailureGroupKey, SampleSource } from '../failure-groups.ts';
+import {
+  failureGroupsLimit,
+  mergeFailureGroups,
+  withSamples,
+  type FailureGroup,
+  type FailureGroupCount,
+  type FailureGroupFilter,
+  type FailureGroupKey,
+  type SampleSource,
+} from '../failure-groups.ts';
 import type { Outcome } from '../../model.ts';
 import { Conditions } from './delivery-log.ts';
 import type { Sql } from './sql.ts';
@@ -27,6 +36,13 @@ export class FailureGroupQueries {
 
   constructor(schema: string) {
     this.#s = schema;
+  }
+
+  /** Both sides counted at once, merged, and each group sampled. */
+  async groups(sql: Sql, filter: FailureGroupFilter): Promise<FailureGroup[]> {
+    const [retrying, dead] = await Promise.all([this.retrying(sql, filter), this.dead(sql, filter)]);
+    const groups = mergeFailureGroups(retrying, dead, failureGroupsLimit(filter));
+    return withSamples(groups, (source, key) => this.latest(sql, source, key));
   }
 
   /** The retrying deliveries by (endpoint, kind). */

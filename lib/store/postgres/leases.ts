@@ -111,4 +111,16 @@ export class LeaseQueries {
       [slotWeightsToText(weights)],
     );
   }
+
+  /** Stores `wanted` unless a slot count is stored already; answers the stored one (`../slot-count.ts`), in one statement. */
+  async fixSlotCount(sql: Sql, wanted: number): Promise<number> {
+    const [row] = await sql.query<{ value: string }>(
+      `WITH added AS (
+         INSERT INTO ${this.#s}.meta (key, value) VALUES ('slot_count', $1) ON CONFLICT (key) DO NOTHING RETURNING value
+       )
+       SELECT value FROM added UNION ALL SELECT value FROM ${this.#s}.meta WHERE key = 'slot_count'`,
+      [String(wanted)],
+    );
+    return Number(row!.value);
+  }
 }

@@ -12,7 +12,8 @@
  *
  * Each concern's statements live in a module of their own (`endpoints.ts`,
  * `fan-out.ts`, `leases.ts`, `claims.ts`, `settle.ts`, `delivery-log.ts`,
- * `dead-letters.ts`, `delivery-minutes.ts`, `retention.ts`). The hot ones (fan-out, claims, settle)
+ * `dead-letters.ts`, `delivery-minutes.ts`, `retention.ts`); the pool and the
+ * transactions are `connection.ts`'s. The hot ones (fan-out, claims, settle)
  * are one statement each, atomic on their own, so a pump costs one round
  * trip per step; processes claim in parallel, each in its own slots, rows
  * another holds skipped (`SKIP LOCKED`), every settle fenced by its epoch.
@@ -25,9 +26,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import type { Pool } from 'pg';
 import type { Clock } from '../../clock.ts';
-import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
+import { ValidationError } from '../../errors.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, ReplayJobRecord, TenantToken } from '../../model.ts';
 import type {
   ReplayableDeadLetter,
@@ -54,33 +54,19 @@ import type {
   TriageRequest,
   UnreviewedDeadLetters,
 } from '../port.ts';
-import {
-  failureGroupsLimit,
-  mergeFailureGroups,
-  withSamples,
-  type FailureGroup,
-  type FailureGroupFilter,
-  type FailureGroupKey,
-  type FailureGroupReplay,
-} from '../failure-groups.ts';
+import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../failure-groups.ts';
 import type { TriageOutcome } from '../triage.ts';
-import { redactUri } from '../store-setting.ts';
-import { ClaimQueries } from './claims.ts';
-import { DeadLetterQueries, REPLAY_CHUNK } from './dead-letters.ts';
-import { clampLimit, DeliveryLogQueries, MAX_LIST_LIMIT } from './delivery-log.ts';
-import { EndpointChangeQueries } from './endpoint-changes.ts';
-import { EndpointQueries } from './endpoints.ts';
-import { FailureGroupQueries } from './failure-groups.ts';
-import { FanOutQueries } from './fan-out.ts';
-import { LeaseQueries } from './leases.ts';
-import { PURGE_CHUNK, RetentionQueries } from './retention.ts';
-import { DeliveryMinuteQueries } from './delivery-minutes.ts';
+import { purgeInChunks, purgeInOrder } from '../chunked-purge.ts';
+import { replayFailureGroupInChunks, replayInChunks, type ReplaySelection } from '../chunked-replay.ts';
+import { checkSlotCount } from '../slot-count.ts';
+import { PostgresConnection } from './connection.ts';
+import { REPLAY_CHUNK } from './dead-letters.ts';
+import { clampLimit, MAX_LIST_LIMIT } from './delivery-log.ts';
+import { PURGE_CHUNK } from './retention.ts';
+import { queriesFor, type PostgresQueries } from './queries.ts';
 import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../delivery-minutes.ts';
-import { DEFAULT_POSTGRES_SCHEMA, migratePostgresSchema, validSchemaName } from './schema.ts';
-import { SettleQueries } from './settle.ts';
-import { sqlOn, type Sql } from './sql.ts';
-import { ReplayJobQueries } from './replay-jobs.ts';
-import { TenantTokenQueries } from './tenant-tokens.ts';
+import { DEFAULT_POSTGRES_SCHEMA, validSchemaName } from './schema.ts';
+import type { Sql } from './sql.ts';
 import { PostgresWorkSignal, type WorkSignalRestart } from './work-signal.ts';
 
 export interface PostgresStoreOptions {
@@ -114,44 +100,21 @@ const DEFAULTS = Object.freeze({
   connectTimeoutMs: 5_000,
 });
 
-const MAX_SLOT_COUNT = 65_536;
-/** PostgreSQL's int8: epoch milliseconds, epochs and counts, all far below 2^53. */
-const INT8_OID = 20;
-
-interface OpenState {
-  readonly pool: Pool;
-  readonly sql: Sql;
-}
-
 export class PostgresStore implements Store {
   readonly #connectionString: string;
   readonly #schema: string;
   readonly #clock: Clock;
   readonly #poolSize: number;
-  readonly #statementTimeoutMs: number;
   readonly #connectTimeoutMs: number;
   readonly #onWorkSignalRestart: ((restart: WorkSignalRestart) => void) | undefined;
   /** This store's connections' `application_name`: its own notices carry it and are ignored. */
   readonly #applicationName = `herald ${randomBytes(6).toString('hex')}`;
 
-  readonly #endpoints: EndpointQueries;
-  readonly #endpointChanges: EndpointChangeQueries;
-  readonly #fanOut: FanOutQueries;
-  readonly #leases: LeaseQueries;
-  readonly #claims: ClaimQueries;
-  readonly #settle: SettleQueries;
-  readonly #log: DeliveryLogQueries;
-  readonly #deadLetters: DeadLetterQueries;
-  readonly #failures: FailureGroupQueries;
-  readonly #retention: RetentionQueries;
-  readonly #tenantTokens: TenantTokenQueries;
-  readonly #replayJobs: ReplayJobQueries;
-  readonly #minutes: DeliveryMinuteQueries;
+  /** Each concern's queries (`queries.ts`). */
+  readonly #queries: PostgresQueries;
 
-  #state: OpenState | undefined;
-  #opening: Promise<OpenState> | undefined;
+  readonly #connection: PostgresConnection;
   #slotCount = 0;
-  #closed = false;
   #signal: PostgresWorkSignal | undefined;
   readonly #listeners = new Set<() => void>();
 
@@ -170,23 +133,18 @@ export class PostgresStore implements Store {
     this.#schema = validSchemaName(options.schema ?? DEFAULTS.schema);
     this.#clock = options.clock;
     this.#poolSize = positiveInteger(options.poolSize ?? DEFAULTS.poolSize, 'poolSize');
-    this.#statementTimeoutMs = positiveInteger(options.statementTimeoutMs ?? DEFAULTS.statementTimeoutMs, 'statementTimeoutMs');
+    const statementTimeoutMs = positiveInteger(options.statementTimeoutMs ?? DEFAULTS.statementTimeoutMs, 'statementTimeoutMs');
     this.#connectTimeoutMs = positiveInteger(options.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs, 'connectTimeoutMs');
     this.#onWorkSignalRestart = options.onWorkSignalRestart;
-    const s = this.#schema;
-    this.#endpointChanges = new EndpointChangeQueries(s);
-    this.#endpoints = new EndpointQueries(s, this.#endpointChanges);
-    this.#fanOut = new FanOutQueries(s);
-    this.#leases = new LeaseQueries(s);
-    this.#claims = new ClaimQueries(s);
-    this.#settle = new SettleQueries(s);
-    this.#log = new DeliveryLogQueries(s);
-    this.#deadLetters = new DeadLetterQueries(s);
-    this.#failures = new FailureGroupQueries(s);
-    this.#retention = new RetentionQueries(s);
-    this.#tenantTokens = new TenantTokenQueries(s);
-    this.#replayJobs = new ReplayJobQueries(s);
-    this.#minutes = new DeliveryMinuteQueries(s);
+    this.#connection = new PostgresConnection({
+      connectionString: this.#connectionString,
+      schema: this.#schema,
+      applicationName: this.#applicationName,
+      poolSize: this.#poolSize,
+      statementTimeoutMs,
+      connectTimeoutMs: this.#connectTimeoutMs,
+    });
+    this.#queries = queriesFor(this.#schema);
   }
 
   /** The schema Herald's tables live in. */
@@ -205,45 +163,27 @@ export class PostgresStore implements Store {
   }
 
   async init(options: { readonly slotCount: number }): Promise<{ readonly slotCount: number }> {
-    const wanted = options.slotCount;
-    if (!Number.isInteger(wanted) || wanted < 1 || wanted > MAX_SLOT_COUNT) {
-      throw new ValidationError('slotCount', `must be an integer from 1 to ${MAX_SLOT_COUNT} (got ${String(wanted)})`);
-    }
-    if (this.#closed) throw new ClosedError('PostgresStore');
-    this.#opening ??= this.#open();
-    this.#state ??= await this.#opening;
+    const wanted = checkSlotCount(options.slotCount);
+    await this.#connection.open();
     return this.#run('init', async (sql) => {
       // The first start fixes the slot count for the data: endpoints hash into it forever after.
-      const [row] = await sql.query<{ value: string }>(
-        `WITH added AS (
-           INSERT INTO ${this.#schema}.meta (key, value) VALUES ('slot_count', $1) ON CONFLICT (key) DO NOTHING RETURNING value
-         )
-         SELECT value FROM added UNION ALL SELECT value FROM ${this.#schema}.meta WHERE key = 'slot_count'`,
-        [String(wanted)],
-      );
-      this.#slotCount = Number(row!.value);
+      this.#slotCount = await this.#queries.leases.fixSlotCount(sql, wanted);
       return { slotCount: this.#slotCount };
     });
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
+    if (this.#connection.closed) return;
     this.#listeners.clear();
     const signal = this.#signal;
     this.#signal = undefined;
-    await signal?.stop();
-    const state = this.#state ?? (await this.#opening?.catch(() => undefined));
-    this.#state = undefined;
-    try {
-      await state?.pool.end();
-    } catch (error) {
-      throw new StoreError(`postgres: close failed: ${messageOf(error)}`, { cause: error });
-    }
+    await this.#connection.close(async () => {
+      await signal?.stop();
+    });
   }
 
   watch(listener: () => void): () => void {
-    this.#ready();
+    this.#connection.ready();
     this.#listeners.add(listener);
     if (this.#signal === undefined) {
       const ownPrefix = `${this.#schema} `;
@@ -285,194 +225,187 @@ export class PostgresStore implements Store {
   // Endpoints
 
   async createEndpoint(endpoint: Endpoint): Promise<void> {
-    return this.#run('createEndpoint', (sql) => this.#endpoints.create(sql, endpoint));
+    return this.#run('createEndpoint', (sql) => this.#queries.endpoints.create(sql, endpoint));
   }
 
   async endpointChangesAfter(after: number, limit: number): Promise<EndpointChange[]> {
-    return this.#run('endpointChangesAfter', (sql) => this.#endpointChanges.after(sql, after, limit));
+    return this.#run('endpointChangesAfter', (sql) => this.#queries.endpointChanges.after(sql, after, limit));
   }
 
   async lastEndpointChange(): Promise<number> {
-    return this.#run('lastEndpointChange', (sql) => this.#endpointChanges.last(sql));
+    return this.#run('lastEndpointChange', (sql) => this.#queries.endpointChanges.last(sql));
   }
 
   async getEndpoint(id: string): Promise<Endpoint | undefined> {
-    return this.#run('getEndpoint', (sql) => this.#endpoints.get(sql, id));
+    return this.#run('getEndpoint', (sql) => this.#queries.endpoints.get(sql, id));
   }
 
   async listEndpoints(filter?: { readonly tenantId?: string }): Promise<Endpoint[]> {
-    return this.#run('listEndpoints', (sql) => this.#endpoints.list(sql, filter?.tenantId));
+    return this.#run('listEndpoints', (sql) => this.#queries.endpoints.list(sql, filter?.tenantId));
   }
 
   async updateEndpoint(id: string, patch: EndpointPatch, now: number): Promise<Endpoint | undefined> {
-    return this.#transaction('updateEndpoint', (tx) => this.#endpoints.update(tx, id, patch, now));
+    return this.#transaction('updateEndpoint', (tx) => this.#queries.endpoints.update(tx, id, patch, now));
   }
 
   async deleteEndpoint(id: string, now: number): Promise<boolean> {
-    return this.#run('deleteEndpoint', (sql) => this.#endpoints.delete(sql, id, now));
+    return this.#run('deleteEndpoint', (sql) => this.#queries.endpoints.delete(sql, id, now));
   }
 
   async resumeDeliveries(endpointId: string, now: number): Promise<number> {
-    return this.#run('resumeDeliveries', (sql) => this.#endpoints.resumeDeliveries(sql, endpointId, now));
+    return this.#run('resumeDeliveries', (sql) => this.#queries.endpoints.resumeDeliveries(sql, endpointId, now));
   }
 
   async tenantExists(tenantId: string): Promise<boolean> {
-    return this.#run('tenantExists', (sql) => this.#endpoints.tenantExists(sql, tenantId));
+    return this.#run('tenantExists', (sql) => this.#queries.endpoints.tenantExists(sql, tenantId));
   }
 
   // Outbox
 
   async appendEvents(events: readonly OutboxEvent[]): Promise<void> {
-    return this.#run('appendEvents', (sql) => this.#fanOut.append(sql, events));
+    return this.#run('appendEvents', (sql) => this.#queries.fanOut.append(sql, events));
   }
 
   async unfannedEvents(limit: number, exceptTenantIds?: readonly string[]): Promise<OutboxEvent[]> {
-    return this.#run('unfannedEvents', (sql) => this.#fanOut.unfanned(sql, limit, exceptTenantIds));
+    return this.#run('unfannedEvents', (sql) => this.#queries.fanOut.unfanned(sql, limit, exceptTenantIds));
   }
 
   async countUnfannedEvents(cap: number): Promise<number> {
-    return this.#run('countUnfannedEvents', (sql) => this.#fanOut.countUnfanned(sql, cap));
+    return this.#run('countUnfannedEvents', (sql) => this.#queries.fanOut.countUnfanned(sql, cap));
   }
 
   async recordFanOuts(fanOuts: readonly FanOut[], now: number, claim?: FanOutClaim): Promise<Delivery[]> {
     if (fanOuts.length === 0) return [];
-    return this.#run('recordFanOuts', (sql) => this.#fanOut.record(sql, fanOuts, now, claim));
+    return this.#run('recordFanOuts', (sql) => this.#queries.fanOut.record(sql, fanOuts, now, claim));
   }
 
   async getEvent(id: string): Promise<OutboxEvent | undefined> {
-    return this.#run('getEvent', (sql) => this.#fanOut.getEvent(sql, id));
+    return this.#run('getEvent', (sql) => this.#queries.fanOut.getEvent(sql, id));
   }
 
   // Membership
 
   async serverTime(): Promise<number | undefined> {
-    return this.#run('serverTime', (sql) => this.#leases.serverTime(sql));
+    return this.#run('serverTime', (sql) => this.#queries.leases.serverTime(sql));
   }
 
   async heartbeat(node: NodeHeartbeat): Promise<void> {
-    return this.#run('heartbeat', (sql) => this.#leases.heartbeat(sql, node));
+    return this.#run('heartbeat', (sql) => this.#queries.leases.heartbeat(sql, node));
   }
 
   async listNodes(seenSince: number): Promise<NodeRecord[]> {
-    return this.#run('listNodes', (sql) => this.#leases.listNodes(sql, seenSince));
+    return this.#run('listNodes', (sql) => this.#queries.leases.listNodes(sql, seenSince));
   }
 
   async removeNode(id: string): Promise<void> {
-    return this.#run('removeNode', (sql) => this.#leases.removeNode(sql, id));
+    return this.#run('removeNode', (sql) => this.#queries.leases.removeNode(sql, id));
   }
 
   // Leases
 
   async acquireLeases(request: LeaseRequest): Promise<SlotLease[]> {
-    return this.#run('acquireLeases', (sql) => this.#leases.acquire(sql, request));
+    return this.#run('acquireLeases', (sql) => this.#queries.leases.acquire(sql, request));
   }
 
   async releaseLeases(owner: string, slots: readonly number[]): Promise<void> {
-    return this.#run('releaseLeases', (sql) => this.#leases.release(sql, owner, slots));
+    return this.#run('releaseLeases', (sql) => this.#queries.leases.release(sql, owner, slots));
   }
 
   async listLeases(): Promise<SlotLease[]> {
-    return this.#run('listLeases', (sql) => this.#leases.list(sql));
+    return this.#run('listLeases', (sql) => this.#queries.leases.list(sql));
   }
 
   async countOpenBySlot(now: number): Promise<SlotOpenCount[]> {
-    return this.#run('countOpenBySlot', (sql) => this.#leases.countOpenBySlot(sql, now));
+    return this.#run('countOpenBySlot', (sql) => this.#queries.leases.countOpenBySlot(sql, now));
   }
 
   async getSlotWeights(): Promise<SlotWeights | undefined> {
-    return this.#run('getSlotWeights', (sql) => this.#leases.getSlotWeights(sql));
+    return this.#run('getSlotWeights', (sql) => this.#queries.leases.getSlotWeights(sql));
   }
 
   async putSlotWeights(weights: SlotWeights): Promise<void> {
-    return this.#run('putSlotWeights', (sql) => this.#leases.putSlotWeights(sql, weights));
+    return this.#run('putSlotWeights', (sql) => this.#queries.leases.putSlotWeights(sql, weights));
   }
 
   // Deliveries
 
   async claimDue(request: ClaimRequest): Promise<DeliveryJob[]> {
-    return this.#run('claimDue', (sql) => this.#claims.claimDue(sql, request));
+    return this.#run('claimDue', (sql) => this.#queries.claims.claimDue(sql, request));
   }
 
   async claimForEndpoints(request: EndpointClaimRequest): Promise<DeliveryJob[]> {
-    return this.#run('claimForEndpoints', (sql) => this.#claims.claimForEndpoints(sql, request, this.#slotCount));
+    return this.#run('claimForEndpoints', (sql) => this.#queries.claims.claimForEndpoints(sql, request, this.#slotCount));
   }
 
   async settle(settlements: readonly Settlement[], now: number): Promise<SettleResult> {
     if (settlements.length === 0) return { applied: [], fenced: [] };
     // A dead letter whose event is missing fails the batch: only a transaction takes back the rest.
     if (settlements.some((s) => s.kind === 'dead')) {
-      return this.#transaction('settle', (tx) => this.#settle.settle(tx, settlements, now));
+      return this.#transaction('settle', (tx) => this.#queries.settle.settle(tx, settlements, now));
     }
-    return this.#run('settle', (sql) => this.#settle.settle(sql, settlements, now));
+    return this.#run('settle', (sql) => this.#queries.settle.settle(sql, settlements, now));
   }
 
   async getDelivery(id: string): Promise<Delivery | undefined> {
-    return this.#run('getDelivery', (sql) => this.#log.get(sql, id));
+    return this.#run('getDelivery', (sql) => this.#queries.log.get(sql, id));
   }
 
   async listDeliveries(filter: DeliveryFilter): Promise<Delivery[]> {
-    return this.#run('listDeliveries', (sql) => this.#log.list(sql, filter));
+    return this.#run('listDeliveries', (sql) => this.#queries.log.list(sql, filter));
   }
 
   async listDeliveriesAfterSequence(endpointId: string, after: number, limit: number): Promise<Delivery[]> {
-    return this.#run('listDeliveriesAfterSequence', (sql) => this.#log.afterSequence(sql, endpointId, after, limit));
+    return this.#run('listDeliveriesAfterSequence', (sql) => this.#queries.log.afterSequence(sql, endpointId, after, limit));
   }
 
   async listAttempts(deliveryId: string): Promise<Attempt[]> {
-    return this.#run('listAttempts', (sql) => this.#log.listAttempts(sql, deliveryId));
+    return this.#run('listAttempts', (sql) => this.#queries.log.listAttempts(sql, deliveryId));
   }
 
   async countDeliveries(): Promise<Readonly<Record<DeliveryStatus, number>>> {
-    return this.#run('countDeliveries', (sql) => this.#log.count(sql));
+    return this.#run('countDeliveries', (sql) => this.#queries.log.count(sql));
   }
 
   async nextDueAt(): Promise<number | undefined> {
-    return this.#run('nextDueAt', (sql) => this.#log.nextDueAt(sql));
+    return this.#run('nextDueAt', (sql) => this.#queries.log.nextDueAt(sql));
   }
 
   // Dead letters
 
   async getDeadLetter(id: string): Promise<DeadLetter | undefined> {
-    return this.#run('getDeadLetter', (sql) => this.#deadLetters.get(sql, id));
+    return this.#run('getDeadLetter', (sql) => this.#queries.deadLetters.get(sql, id));
   }
 
   async listDeadLetters(filter: DeadLetterFilter): Promise<DeadLetter[]> {
-    return this.#run('listDeadLetters', (sql) => this.#deadLetters.list(sql, filter));
+    return this.#run('listDeadLetters', (sql) => this.#queries.deadLetters.list(sql, filter));
   }
 
   /**
    * By filter, every match is replayed (`limit` and `includeReplayed` are ignored), a chunk per
    * statement. Dead letters whose endpoint has been deleted are skipped.
    */
-  async replayDeadLetters(selection: { readonly ids: readonly string[] } | DeadLetterFilter, now: number): Promise<string[]> {
-    const replayed: string[] = [];
-    if ('ids' in selection) {
-      for (let i = 0; i < selection.ids.length; i += REPLAY_CHUNK) {
-        const ids = selection.ids.slice(i, i + REPLAY_CHUNK);
-        replayed.push(...(await this.#run('replayDeadLetters', (sql) => this.#deadLetters.replay(sql, ids, now))));
-      }
-      return replayed;
-    }
-    // Keyset pagination: skipped rows stay unreplayed, so "the next unreplayed ones" would loop forever.
-    let after = { createdAt: Number.MIN_SAFE_INTEGER, seq: 0 };
-    for (;;) {
-      const page = await this.#run('replayDeadLetters', (sql) => this.#deadLetters.unreplayedPage(sql, selection, after));
-      if (page.length > 0) {
-        const ids = page.map((row) => row.id);
-        replayed.push(...(await this.#run('replayDeadLetters', (sql) => this.#deadLetters.replay(sql, ids, now))));
-      }
-      const last = page.at(-1);
-      if (last === undefined || page.length < REPLAY_CHUNK) return replayed;
-      after = { createdAt: last.createdAt, seq: last.seq };
-    }
+  async replayDeadLetters(selection: ReplaySelection, now: number): Promise<string[]> {
+    const replayIds = (ids: readonly string[]): Promise<string[]> => this.#run('replayDeadLetters', (sql) => this.#queries.deadLetters.replay(sql, ids, now));
+    return replayInChunks(selection, {
+      chunkSize: REPLAY_CHUNK,
+      replayIds,
+      // The page is read, then replayed by a statement of its own: no transaction holds the rows
+      // in between, and the replay takes only those still unreplayed with their delivery dead.
+      replayPage: async (filter, after) => {
+        const page = await this.#run('replayDeadLetters', (sql) => this.#queries.deadLetters.unreplayedPage(sql, filter, after));
+        return { page, replayed: page.length > 0 ? await replayIds(page.map((row) => row.id)) : [] };
+      },
+      start: { createdAt: Number.MIN_SAFE_INTEGER, seq: 0 },
+      keyOf: (row) => ({ createdAt: row.createdAt, seq: row.seq }),
+    });
   }
 
   async triageDeadLetters(request: TriageRequest, now: number): Promise<TriageOutcome> {
-    return this.#run('triageDeadLetters', (sql) => this.#deadLetters.triage(sql, request, now));
+    return this.#run('triageDeadLetters', (sql) => this.#queries.deadLetters.triage(sql, request, now));
   }
 
   async countReplayableDeadLetters(filter: DeadLetterFilter): Promise<number> {
-    return this.#run('countReplayableDeadLetters', (sql) => this.#deadLetters.countReplayable(sql, filter));
+    return this.#run('countReplayableDeadLetters', (sql) => this.#queries.deadLetters.countReplayable(sql, filter));
   }
 
   async replayableDeadLetterPage(
@@ -482,80 +415,78 @@ export class PostgresStore implements Store {
     exceptEndpointIds: readonly string[] = [],
   ): Promise<ReplayableDeadLetter[]> {
     return this.#run('replayableDeadLetterPage', (sql) =>
-      this.#deadLetters.replayablePage(sql, filter, afterId, clampLimit(limit, MAX_LIST_LIMIT), exceptEndpointIds),
+      this.#queries.deadLetters.replayablePage(sql, filter, afterId, clampLimit(limit, MAX_LIST_LIMIT), exceptEndpointIds),
     );
   }
 
   async countLiveReplays(endpointIds: readonly string[]): Promise<Readonly<Record<string, number>>> {
     if (endpointIds.length === 0) return {};
-    return this.#run('countLiveReplays', (sql) => this.#replayJobs.liveReplays(sql, endpointIds));
+    return this.#run('countLiveReplays', (sql) => this.#queries.replayJobs.liveReplays(sql, endpointIds));
   }
 
   // Replay jobs
 
   async createReplayJob(job: ReplayJobRecord): Promise<void> {
-    return this.#run('createReplayJob', (sql) => this.#replayJobs.create(sql, job));
+    return this.#run('createReplayJob', (sql) => this.#queries.replayJobs.create(sql, job));
   }
 
   async getReplayJob(id: string): Promise<ReplayJobRecord | undefined> {
-    return this.#run('getReplayJob', (sql) => this.#replayJobs.get(sql, id));
+    return this.#run('getReplayJob', (sql) => this.#queries.replayJobs.get(sql, id));
   }
 
   async listReplayJobs(limit: number): Promise<ReplayJobRecord[]> {
-    return this.#run('listReplayJobs', (sql) => this.#replayJobs.list(sql, limit));
+    return this.#run('listReplayJobs', (sql) => this.#queries.replayJobs.list(sql, limit));
   }
 
   async leaseReplayJobs(owner: string, now: number, leaseUntil: number): Promise<ReplayJobRecord[]> {
-    return this.#run('leaseReplayJobs', (sql) => this.#replayJobs.lease(sql, owner, now, leaseUntil));
+    return this.#run('leaseReplayJobs', (sql) => this.#queries.replayJobs.lease(sql, owner, now, leaseUntil));
   }
 
   async saveReplayJobProgress(id: string, owner: string, progress: ReplayJobProgress): Promise<boolean> {
-    return this.#run('saveReplayJobProgress', (sql) => this.#replayJobs.saveProgress(sql, id, owner, progress));
+    return this.#run('saveReplayJobProgress', (sql) => this.#queries.replayJobs.saveProgress(sql, id, owner, progress));
   }
 
   async endReplayJob(id: string, owner: string | null, end: ReplayJobEnd): Promise<ReplayJobRecord | undefined> {
-    return this.#run('endReplayJob', (sql) => this.#replayJobs.end(sql, id, owner, end));
+    return this.#run('endReplayJob', (sql) => this.#queries.replayJobs.end(sql, id, owner, end));
   }
 
   async releaseReplayJobs(owner: string): Promise<void> {
-    return this.#run('releaseReplayJobs', (sql) => this.#replayJobs.release(sql, owner));
+    return this.#run('releaseReplayJobs', (sql) => this.#queries.replayJobs.release(sql, owner));
   }
 
   async unreviewedDeadLetters(cap: number): Promise<UnreviewedDeadLetters> {
-    return this.#run('unreviewedDeadLetters', (sql) => this.#deadLetters.unreviewed(sql, cap));
+    return this.#run('unreviewedDeadLetters', (sql) => this.#queries.deadLetters.unreviewed(sql, cap));
   }
 
   async failureGroups(filter: FailureGroupFilter): Promise<FailureGroup[]> {
-    return this.#run('failureGroups', async (sql) => {
-      const [retrying, dead] = await Promise.all([this.#failures.retrying(sql, filter), this.#failures.dead(sql, filter)]);
-      const groups = mergeFailureGroups(retrying, dead, failureGroupsLimit(filter));
-      return withSamples(groups, (source, key) => this.#failures.latest(sql, source, key));
-    });
+    return this.#run('failureGroups', (sql) => this.#queries.failures.groups(sql, filter));
   }
 
   /** The retrying deliveries first (one statement), then the dead letters, a chunk per statement. */
   async replayFailureGroup(group: FailureGroupKey, now: number): Promise<FailureGroupReplay> {
-    const retrying = await this.#run('replayFailureGroup', (sql) => this.#failures.resume(sql, group, now));
-    const replayed = await this.replayDeadLetters({ endpointId: group.endpointId, failureKind: group.kind }, now);
-    return { deadLetters: replayed.length, retrying };
+    return replayFailureGroupInChunks(
+      group,
+      () => this.#run('replayFailureGroup', (sql) => this.#queries.failures.resume(sql, group, now)),
+      (filter) => this.replayDeadLetters(filter, now),
+    );
   }
 
   // Tenant tokens
 
   async createTenantToken(token: TenantToken): Promise<void> {
-    return this.#run('createTenantToken', (sql) => this.#tenantTokens.create(sql, token));
+    return this.#run('createTenantToken', (sql) => this.#queries.tenantTokens.create(sql, token));
   }
 
   async getTenantToken(id: string): Promise<TenantToken | undefined> {
-    return this.#run('getTenantToken', (sql) => this.#tenantTokens.get(sql, id));
+    return this.#run('getTenantToken', (sql) => this.#queries.tenantTokens.get(sql, id));
   }
 
   async listTenantTokens(tenantId: string): Promise<TenantToken[]> {
-    return this.#run('listTenantTokens', (sql) => this.#tenantTokens.list(sql, tenantId));
+    return this.#run('listTenantTokens', (sql) => this.#queries.tenantTokens.list(sql, tenantId));
   }
 
   async deleteTenantToken(tenantId: string, id: string): Promise<boolean> {
-    return this.#run('deleteTenantToken', (sql) => this.#tenantTokens.delete(sql, tenantId, id));
+    return this.#run('deleteTenantToken', (sql) => this.#queries.tenantTokens.delete(sql, tenantId, id));
   }
 
   // Delivery minutes
@@ -563,116 +494,44 @@ export class PostgresStore implements Store {
   /** One statement for the whole batch. */
   async addDeliveryMinutes(increments: readonly DeliveryMinuteIncrement[]): Promise<void> {
     if (increments.length === 0) return;
-    return this.#run('addDeliveryMinutes', (sql) => this.#minutes.add(sql, increments));
+    return this.#run('addDeliveryMinutes', (sql) => this.#queries.minutes.add(sql, increments));
   }
 
   async deliveryMinutes(query: DeliveryMinutesQuery): Promise<DeliveryMinute[]> {
-    return this.#run('deliveryMinutes', (sql) => this.#minutes.read(sql, query));
+    return this.#run('deliveryMinutes', (sql) => this.#queries.minutes.read(sql, query));
   }
 
   async deliveryTotals(query: DeliveryMinutesQuery): Promise<EndpointDeliveryTotals[]> {
-    return this.#run('deliveryTotals', (sql) => this.#minutes.totals(sql, query));
+    return this.#run('deliveryTotals', (sql) => this.#queries.minutes.totals(sql, query));
   }
 
   // Retention
 
+  /** `PURGE_CHUNK` rows per statement, each its own operation (as `purge`). */
   async purgeDeliveryMinutes(before: number): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const removed = await this.#run('purgeDeliveryMinutes', (sql) => this.#retention.purgeDeliveryMinutes(sql, before));
-      total += removed;
-      if (removed < PURGE_CHUNK) return total;
-    }
+    return purgeInChunks(PURGE_CHUNK, () => this.#run('purgeDeliveryMinutes', (sql) => this.#queries.retention.purgeDeliveryMinutes(sql, before)));
   }
 
+  /** A statement of at most `PURGE_CHUNK` rows per operation: no long transaction keeps vacuum from reclaiming rows. */
   async purge(before: number): Promise<PurgeResult> {
-    const drain = async (purgeChunk: (sql: Sql) => Promise<number>): Promise<number> => {
-      let total = 0;
-      for (;;) {
-        const removed = await this.#run('purge', purgeChunk);
-        total += removed;
-        if (removed < PURGE_CHUNK) return total;
-      }
-    };
-    const attempts = await drain((sql) => this.#retention.purgeAttempts(sql, before));
-    const deadLetters = await drain((sql) => this.#retention.purgeDeadLetters(sql, before));
-    const events = await drain((sql) => this.#retention.purgeEvents(sql, before));
-    const replayJobs = await drain((sql) => this.#retention.purgeReplayJobs(sql, before));
-    await drain((sql) => this.#endpointChanges.purge(sql, before));
-    return { attempts, deadLetters, events, replayJobs };
-  }
-
-  async #open(): Promise<OpenState> {
-    const pool = new pg.Pool({
-      connectionString: this.#connectionString,
-      max: this.#poolSize,
-      application_name: this.#applicationName,
-      connectionTimeoutMillis: this.#connectTimeoutMs,
-      statement_timeout: this.#statementTimeoutMs,
-      types: {
-        getTypeParser: ((oid: number, format?: string) =>
-          oid === INT8_OID ? Number : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
-      },
+    const drain = (purgeChunk: (sql: Sql) => Promise<number>): Promise<number> => purgeInChunks(PURGE_CHUNK, () => this.#run('purge', purgeChunk));
+    return purgeInOrder({
+      attempts: () => drain((sql) => this.#queries.retention.purgeAttempts(sql, before)),
+      deadLetters: () => drain((sql) => this.#queries.retention.purgeDeadLetters(sql, before)),
+      events: () => drain((sql) => this.#queries.retention.purgeEvents(sql, before)),
+      replayJobs: () => drain((sql) => this.#queries.retention.purgeReplayJobs(sql, before)),
+      endpointChanges: () => drain((sql) => this.#queries.endpointChanges.purge(sql, before)),
     });
-    // An idle connection the server drops (restart, admin kill) is reported here; the pool replaces
-    // it. Without a listener the error would end the process.
-    pool.on('error', () => {});
-    try {
-      await migratePostgresSchema(pool, this.#schema);
-    } catch (error) {
-      await pool.end().catch(() => undefined);
-      if (error instanceof HeraldError) throw new StoreError(redactUri(error.message), { cause: error });
-      throw error;
-    }
-    return { pool, sql: sqlOn(pool) };
   }
 
-  #ready(): OpenState {
-    if (this.#closed) throw new ClosedError('PostgresStore');
-    if (this.#state === undefined) throw new StoreError('PostgresStore: call init() before using the store');
-    return this.#state;
+  /** Runs one port operation on the pool (`PostgresConnection.run`). */
+  #run<T>(operation: string, fn: (sql: Sql) => Promise<T>): Promise<T> {
+    return this.#connection.run(operation, fn);
   }
 
-  /** Runs one port operation on the pool (each statement its own transaction), driver errors as `StoreError`s. */
-  async #run<T>(operation: string, fn: (sql: Sql) => Promise<T>): Promise<T> {
-    const { sql } = this.#ready();
-    try {
-      return await fn(sql);
-    } catch (error) {
-      throw this.#storeError(operation, error);
-    }
-  }
-
-  /** Runs `fn` in one transaction on one connection, rolled back if it throws. */
-  async #transaction<T>(operation: string, fn: (tx: Sql) => Promise<T>): Promise<T> {
-    const { pool } = this.#ready();
-    let client: pg.PoolClient;
-    try {
-      client = await pool.connect();
-    } catch (error) {
-      throw this.#storeError(operation, error);
-    }
-    let broken: unknown;
-    try {
-      await client.query('BEGIN');
-      const result = await fn(sqlOn(client));
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      await client.query('ROLLBACK').catch((rollbackError: unknown) => {
-        broken = rollbackError;
-      });
-      throw this.#storeError(operation, error);
-    } finally {
-      // A connection that cannot even roll back is not given back to the pool.
-      client.release(broken instanceof Error ? broken : undefined);
-    }
-  }
-
-  #storeError(operation: string, error: unknown): HeraldError {
-    if (error instanceof HeraldError) return error;
-    if (this.#closed) return new ClosedError('PostgresStore');
-    return new StoreError(`postgres: ${operation} failed: ${redactUri(messageOf(error))}`, { cause: error });
+  /** Runs `fn` in one transaction (`PostgresConnection.transaction`). */
+  #transaction<T>(operation: string, fn: (tx: Sql) => Promise<T>): Promise<T> {
+    return this.#connection.transaction(operation, fn);
   }
 }
 
@@ -681,8 +540,4 @@ function positiveInteger(value: number, field: string): number {
     throw new ValidationError(field, `must be a positive integer (got ${String(value)})`);
   }
   return value;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

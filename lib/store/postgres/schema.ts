@@ -16,7 +16,7 @@
  * values Herald reads whole (filters, secrets, outcomes) are `jsonb`.
  */
 import type { Pool, PoolClient } from 'pg';
-import { StoreError, ValidationError } from '../../errors.ts';
+import { messageOf, StoreError, ValidationError } from '../../errors.ts';
 
 export const DEFAULT_POSTGRES_SCHEMA = 'herald';
 
@@ -450,8 +450,4 @@ export async function migratePostgresSchema(
   } finally {
     client.release();
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

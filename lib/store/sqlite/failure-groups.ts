@@ -4,7 +4,16 @@
  * read by one seek, and a group replayed.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import type { FailureGroupCount, FailureGroupFilter, FailureGroupKey, SampleSource } from '../failure-groups.ts';
+import {
+  failureGroupsLimit,
+  mergeFailureGroups,
+  sampledGroup,
+  type FailureGroup,
+  type FailureGroupCount,
+  type FailureGroupFilter,
+  type FailureGroupKey,
+  type SampleSource,
+} from '../failure-groups.ts';
 import type { Outcome } from '../../model.ts';
 import { fromJson, type JsonColumn } from '../sql-rows.ts';
 import { scopeWhere } from './dead-letters.ts';
@@ -34,6 +43,12 @@ export class FailureGroupStatements {
       .pluck();
     this.#resume = db.prepare(`UPDATE deliveries SET next_attempt_at = @now, updated_at = @now
       WHERE ${RETRYING} AND endpoint_id = @endpointId AND last_failure_kind = @kind AND next_attempt_at > @now`);
+  }
+
+  /** Both sides counted, merged and each group sampled. Reads several times: run it in a read transaction, for one snapshot. */
+  groups(filter: FailureGroupFilter): FailureGroup[] {
+    const groups = mergeFailureGroups(this.retrying(filter), this.dead(filter), failureGroupsLimit(filter));
+    return groups.map((group) => sampledGroup(group, this.latest(group.sampleFrom, group)));
   }
 
   /** The retrying deliveries by (endpoint, kind). */

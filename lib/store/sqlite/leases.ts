@@ -22,6 +22,8 @@ export class LeaseStatements {
   readonly #countOpen: Statement<SlotOpenCount>;
   readonly #getWeights: Statement<{ value: string }>;
   readonly #putWeights: Statement;
+  readonly #initSlotCount: Statement;
+  readonly #getSlotCount: Statement<string>;
 
   constructor(db: BetterSqlite3.Database) {
     this.#acquire = db.prepare(`INSERT INTO leases (slot, owner, until, epoch) VALUES (@slot, @owner, @until, 1)
@@ -53,6 +55,8 @@ export class LeaseStatements {
       GROUP BY slot ORDER BY slot`);
     this.#getWeights = db.prepare<unknown[], { value: string }>(`SELECT value FROM meta WHERE key = '${SLOT_WEIGHTS_KEY}'`);
     this.#putWeights = db.prepare(`INSERT INTO meta (key, value) VALUES ('${SLOT_WEIGHTS_KEY}', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`);
+    this.#initSlotCount = db.prepare(`INSERT OR IGNORE INTO meta (key, value) VALUES ('slot_count', ?)`);
+    this.#getSlotCount = db.prepare<unknown[], string>(`SELECT value FROM meta WHERE key = 'slot_count'`).pluck();
   }
 
   /**
@@ -103,5 +107,11 @@ export class LeaseStatements {
 
   putSlotWeights(weights: SlotWeights): void {
     this.#putWeights.run(slotWeightsToText(weights));
+  }
+
+  /** Stores `wanted` unless a slot count is stored already; answers the stored one (`../slot-count.ts`). Run it in a transaction. */
+  fixSlotCount(wanted: number): number {
+    this.#initSlotCount.run(String(wanted));
+    return Number(this.#getSlotCount.get());
   }
 }

@@ -6,34 +6,25 @@
  *   created ──init()──► open ──close()──► closed
  *
  * Methods other than `init` and `close` reject with a `StoreError` before
- * `init()` and with a `ClosedError` after `close()`. better-sqlite3 is
- * synchronous: a method runs to completion on the event loop when the
- * database is free. Every method that writes more than one row runs in one
- * `BEGIN IMMEDIATE` transaction: taking the write lock up front means a
- * method finds the lock held before it has changed anything, never while a
- * read transaction tries to upgrade. A method that finds the lock held by
- * another connection blocks for at most `blockingWaitMs`, then waits for it
- * on the clock (`LockWaiter`), so a producer holding the lock for seconds
- * never freezes the process; it fails after `busyTimeoutMs` in all. With
- * `groupCommit` (the store's own thread turns it on), the writes issued while
- * one group waits share its transaction, each in a savepoint (`CommitGroup`).
+ * `init()` and with a `ClosedError` after `close()`. Every method that
+ * writes more than one row runs in one `BEGIN IMMEDIATE` transaction: taking
+ * the write lock up front means a method finds the lock held before it has
+ * changed anything, never while a read transaction tries to upgrade. How an
+ * operation waits for the lock, and group commit (the store's own thread
+ * turns it on), are the connection's (`connection.ts`).
  *
  * Each concern's statements, prepared once per connection, and the
  * synchronous logic over them live in a module of their own (`endpoints.ts`,
  * `fan-out.ts`, `leases.ts`, `claims.ts`, `settle.ts`, `delivery-log.ts`,
- * `dead-letters.ts`, `delivery-minutes.ts`, `retention.ts`, `tenant-tokens.ts`); this class keeps the connection, the
- * lock and the transactions, and says which mode each port method runs in.
+ * `dead-letters.ts`, `delivery-minutes.ts`, `retention.ts`, `tenant-tokens.ts`);
+ * the connection, the lock and the transactions are `connection.ts`'s; this
+ * class says which mode each port method runs in.
  *
- * The work signal for other processes is `PRAGMA data_version`, which changes
- * on this connection whenever another connection commits; polling it costs a
- * few microseconds.
+ * The work signal for other processes is `PRAGMA data_version`, polled
+ * (`work-signal.ts`).
  */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
-import type BetterSqlite3 from 'better-sqlite3';
 import type { Clock, TimerHandle } from '../../clock.ts';
-import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
+import { ValidationError } from '../../errors.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, ReplayJobRecord, TenantToken } from '../../model.ts';
 import type {
   ReplayableDeadLetter,
@@ -60,35 +51,19 @@ import type {
   TriageRequest,
   UnreviewedDeadLetters,
 } from '../port.ts';
-import {
-  failureGroupsLimit,
-  mergeFailureGroups,
-  sampledGroup,
-  type FailureGroup,
-  type FailureGroupFilter,
-  type FailureGroupKey,
-  type FailureGroupReplay,
-} from '../failure-groups.ts';
+import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../failure-groups.ts';
 import type { TriageOutcome } from '../triage.ts';
 import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../delivery-minutes.ts';
-import { ClaimStatements } from './claims.ts';
-import { CommitGroup, type MemberOutcome } from './commit-group.ts';
-import { DeadLetterStatements, REPLAY_CHUNK } from './dead-letters.ts';
-import { clampLimit, DeliveryLogStatements, MAX_LIST_LIMIT } from './delivery-log.ts';
-import { DeliveryMinuteStatements } from './delivery-minutes.ts';
-import { EndpointChangeStatements } from './endpoint-changes.ts';
-import { EndpointStatements } from './endpoints.ts';
-import { FailureGroupStatements } from './failure-groups.ts';
-import { FanOutStatements } from './fan-out.ts';
-import { LeaseStatements } from './leases.ts';
-import { LockWaiter, LockWaitTimeout, type LockAccess } from './lock-waiter.ts';
-import { PURGE_CHUNK, RetentionStatements } from './retention.ts';
+import { purgeInChunks, purgeInOrder } from '../chunked-purge.ts';
+import { replayFailureGroupInChunks, replayInChunks, type ReplaySelection } from '../chunked-replay.ts';
+import { checkSlotCount } from '../slot-count.ts';
 import type { DeadLetterRow } from '../sql-rows.ts';
-import { ensureSchema } from './schema.ts';
-import { SettleStatements } from './settle.ts';
-import { ReplayJobStatements } from './replay-jobs.ts';
-import { TenantTokenStatements } from './tenant-tokens.ts';
-import { DynamicStatements, isBusy, type Statement } from './sql.ts';
+import { SqliteConnection, type OpenState } from './connection.ts';
+import { REPLAY_CHUNK } from './dead-letters.ts';
+import { clampLimit, MAX_LIST_LIMIT } from './delivery-log.ts';
+import type { LockAccess } from './lock-waiter.ts';
+import { PURGE_CHUNK } from './retention.ts';
+import { pollDataVersion } from './work-signal.ts';
 
 export interface SqliteStoreOptions {
   /** The database file; its folder is created if missing. `:memory:` works for a single connection. */
@@ -135,51 +110,12 @@ const DEFAULTS = Object.freeze({
   groupCommit: false,
 } satisfies Required<Omit<SqliteStoreOptions, 'path' | 'clock'>>);
 
-const MAX_SLOT_COUNT = 65_536;
-
-/** The open connection and its statements, each prepared once when it opens. */
-interface OpenState {
-  readonly db: BetterSqlite3.Database;
-  readonly dataVersion: Statement<number>;
-  readonly initSlotCount: Statement;
-  readonly getSlotCount: Statement<string>;
-  readonly dynamic: DynamicStatements;
-  readonly endpoints: EndpointStatements;
-  readonly endpointChanges: EndpointChangeStatements;
-  readonly fanOut: FanOutStatements;
-  readonly leases: LeaseStatements;
-  readonly claims: ClaimStatements;
-  readonly settle: SettleStatements;
-  readonly log: DeliveryLogStatements;
-  readonly deadLetters: DeadLetterStatements;
-  readonly failures: FailureGroupStatements;
-  readonly retention: RetentionStatements;
-  readonly tenantTokens: TenantTokenStatements;
-  readonly replayJobs: ReplayJobStatements;
-  readonly minutes: DeliveryMinuteStatements;
-  /** Runs a function in a savepoint of the open transaction (a commit group's member). */
-  readonly inSavepoint: (run: () => unknown) => unknown;
-}
-
 export class SqliteStore implements Store {
-  readonly #path: string;
   readonly #clock: Clock;
   readonly #pollIntervalMs: number;
-  readonly #busyTimeoutMs: number;
-  readonly #blockingWaitMs: number;
-  readonly #lock: LockWaiter;
-  /** Present when writes are group-committed. */
-  readonly #group: CommitGroup | undefined;
-  /** The operation running now found the lock held at first and waited for it on the clock. */
-  #waitedForLock = false;
-  /** The connection's busy timeout as last set: the blocking wait on first tries, 0 on retries. */
-  #busyWaitMs = -1;
-  #state: OpenState | undefined;
-  /** The first `init()` opens the file; a second one running meanwhile waits for the same opening. */
-  #opening: Promise<OpenState> | undefined;
+  readonly #connection: SqliteConnection;
   /** Fixed by the first `init()` on this data; deliveries' slots are derived from it. */
   #slotCount = 0;
-  #closed = false;
   readonly #watchers = new Set<TimerHandle>();
 
   constructor(options: SqliteStoreOptions) {
@@ -203,74 +139,40 @@ export class SqliteStore implements Store {
     if (!Number.isInteger(lockRetryIntervalMs) || lockRetryIntervalMs < 1) {
       throw new ValidationError('lockRetryIntervalMs', `must be a positive integer (got ${String(lockRetryIntervalMs)})`);
     }
-    this.#path = options.path;
     this.#clock = options.clock;
     this.#pollIntervalMs = pollIntervalMs;
-    this.#busyTimeoutMs = busyTimeoutMs;
-    this.#blockingWaitMs = Math.min(blockingWaitMs, busyTimeoutMs);
-    this.#lock = new LockWaiter({
+    this.#connection = new SqliteConnection({
+      path: options.path,
       clock: options.clock,
-      waitLimitMs: busyTimeoutMs,
-      retryIntervalMs: lockRetryIntervalMs,
-      isBusy,
+      busyTimeoutMs,
+      blockingWaitMs: Math.min(blockingWaitMs, busyTimeoutMs),
+      lockRetryIntervalMs,
+      groupCommit: options.groupCommit ?? DEFAULTS.groupCommit,
     });
-    this.#group = (options.groupCommit ?? DEFAULTS.groupCommit)
-      ? new CommitGroup({ commit: (members, access) => this.#lock.run('group commit', (blocking) => this.#commitGroup(members, blocking), access) })
-      : undefined;
   }
 
   async init(options: { readonly slotCount: number }): Promise<{ readonly slotCount: number }> {
-    const wanted = options.slotCount;
-    if (!Number.isInteger(wanted) || wanted < 1 || wanted > MAX_SLOT_COUNT) {
-      throw new ValidationError('slotCount', `must be an integer from 1 to ${MAX_SLOT_COUNT} (got ${String(wanted)})`);
-    }
-    if (this.#closed) throw new ClosedError('SqliteStore');
-    this.#opening ??= this.#open();
-    this.#state ??= await this.#opening;
-    return this.#run('init', ({ db, initSlotCount, getSlotCount }) =>
-      db.transaction(() => {
-        // The first start fixes the slot count for the data: endpoints hash into it forever after.
-        initSlotCount.run(String(wanted));
-        const stored = Number(getSlotCount.get());
-        this.#slotCount = stored;
-        return { slotCount: stored };
-      }).immediate(),
-    );
+    const wanted = checkSlotCount(options.slotCount);
+    await this.#connection.open();
+    return this.#run('init', ({ db, leases }) => {
+      // The first start fixes the slot count for the data: endpoints hash into it forever after.
+      this.#slotCount = db.transaction(() => leases.fixSlotCount(wanted)).immediate();
+      return { slotCount: this.#slotCount };
+    });
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return;
-    // What callers were already promised is written before the connection goes.
-    await this.#group?.settled();
-    this.#closed = true;
-    this.#lock.close();
-    for (const watcher of this.#watchers) watcher.cancel();
-    this.#watchers.clear();
-    const state = this.#state;
-    state?.dynamic.clear();
-    this.#state = undefined;
+    if (this.#connection.closed) return;
     try {
-      state?.db.close();
-    } catch (error) {
-      throw new StoreError(`sqlite: close failed: ${messageOf(error)}`, { cause: error });
+      await this.#connection.close();
+    } finally {
+      for (const watcher of this.#watchers) watcher.cancel();
+      this.#watchers.clear();
     }
   }
 
   watch(listener: () => void): () => void {
-    const { dataVersion } = this.#ready();
-    let seen = dataVersion.get();
-    const timer = this.#clock.setInterval(() => {
-      let version: number | undefined;
-      try {
-        version = dataVersion.get();
-      } catch {
-        // Closed under us: close() is about to cancel this timer.
-        return;
-      }
-      if (version === seen) return;
-      seen = version;
-      listener();
-    }, this.#pollIntervalMs);
+    const timer = pollDataVersion(this.#connection.ready().dataVersion, this.#clock, this.#pollIntervalMs, listener);
     this.#watchers.add(timer);
     return () => {
       timer.cancel();
@@ -367,7 +269,7 @@ export class SqliteStore implements Store {
         // two clocks need not agree (the store may run on a thread of its own, on the system clock).
         // A call that got the lock at its first try waited at most `blockingWaitMs` (and the calls
         // before it in its commit group): milliseconds against a lease of seconds, not counted.
-        const at = this.#waitedForLock ? now + Math.max(0, this.#clock.now() - askedAt) : now;
+        const at = this.#connection.waitedForLock ? now + Math.max(0, this.#clock.now() - askedAt) : now;
         return leases.acquire(owner, slots, at, leaseMs);
       }).immediate(),
       'urgent',
@@ -476,35 +378,23 @@ export class SqliteStore implements Store {
    * ignored), `REPLAY_CHUNK` per transaction so a huge replay never holds the
    * write lock for long. Dead letters whose endpoint has been deleted are skipped.
    */
-  async replayDeadLetters(
-    selection: { readonly ids: readonly string[] } | DeadLetterFilter,
-    now: number,
-  ): Promise<string[]> {
+  async replayDeadLetters(selection: ReplaySelection, now: number): Promise<string[]> {
     // One transaction per chunk, each its own operation: another process gets the lock in
     // between, and a chunk that finds the lock held waits without blocking the event loop.
+    // A page is read in its chunk's operation, on the connection the transaction then runs on.
     const replayChunk = ({ db, deadLetters }: OpenState, rows: readonly DeadLetterRow[]): string[] =>
       db.transaction(() => deadLetters.replay(rows, now)).immediate();
-    const replayed: string[] = [];
-    if ('ids' in selection) {
-      for (let i = 0; i < selection.ids.length; i += REPLAY_CHUNK) {
-        const ids = selection.ids.slice(i, i + REPLAY_CHUNK);
-        replayed.push(...(await this.#run('replayDeadLetters', (state) => replayChunk(state, state.deadLetters.unreplayed(ids)))));
-      }
-      return replayed;
-    }
-    // Keyset pagination: skipped rows stay unreplayed, so "the next unreplayed ones" would loop forever.
-    const filter = selection;
-    let after: { createdAt: number; id: string } = { createdAt: Number.MIN_SAFE_INTEGER, id: '' };
-    for (;;) {
-      const rows = await this.#run('replayDeadLetters', (state) => {
-        const page = state.deadLetters.unreplayedPage(filter, after);
-        if (page.length > 0) replayed.push(...replayChunk(state, page));
-        return page;
-      });
-      const last = rows.at(-1);
-      if (rows.length < REPLAY_CHUNK || last === undefined) return replayed;
-      after = { createdAt: last.created_at, id: last.id };
-    }
+    return replayInChunks(selection, {
+      chunkSize: REPLAY_CHUNK,
+      replayIds: (ids) => this.#run('replayDeadLetters', (state) => replayChunk(state, state.deadLetters.unreplayed(ids))),
+      replayPage: (filter, after) =>
+        this.#run('replayDeadLetters', (state) => {
+          const page = state.deadLetters.unreplayedPage(filter, after);
+          return { page, replayed: page.length > 0 ? replayChunk(state, page) : [] };
+        }),
+      start: { createdAt: Number.MIN_SAFE_INTEGER, id: '' },
+      keyOf: (row) => ({ createdAt: row.created_at, id: row.id }),
+    });
   }
 
   async triageDeadLetters(request: TriageRequest, now: number): Promise<TriageOutcome> {
@@ -569,22 +459,16 @@ export class SqliteStore implements Store {
 
   /** Both sides counted and sampled in one read transaction: one snapshot. */
   async failureGroups(filter: FailureGroupFilter): Promise<FailureGroup[]> {
-    return this.#run(
-      'failureGroups',
-      ({ db, failures }) =>
-        db.transaction(() => {
-          const groups = mergeFailureGroups(failures.retrying(filter), failures.dead(filter), failureGroupsLimit(filter));
-          return groups.map((group) => sampledGroup(group, failures.latest(group.sampleFrom, group)));
-        })(),
-      'read',
-    );
+    return this.#run('failureGroups', ({ db, failures }) => db.transaction(() => failures.groups(filter))(), 'read');
   }
 
   /** The retrying deliveries first (one statement), then the dead letters, `REPLAY_CHUNK` per transaction. */
   async replayFailureGroup(group: FailureGroupKey, now: number): Promise<FailureGroupReplay> {
-    const retrying = await this.#run('replayFailureGroup', ({ failures }) => failures.resume(group, now));
-    const replayed = await this.replayDeadLetters({ endpointId: group.endpointId, failureKind: group.kind }, now);
-    return { deadLetters: replayed.length, retrying };
+    return replayFailureGroupInChunks(
+      group,
+      () => this.#run('replayFailureGroup', ({ failures }) => failures.resume(group, now)),
+      (filter) => this.replayDeadLetters(filter, now),
+    );
   }
 
   // Tenant tokens
@@ -625,148 +509,25 @@ export class SqliteStore implements Store {
 
   /** `PURGE_CHUNK` rows per statement, each its own operation (as `purge`). */
   async purgeDeliveryMinutes(before: number): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const changes = await this.#run('purgeDeliveryMinutes', ({ retention }) => retention.purgeDeliveryMinutes(before));
-      total += changes;
-      if (changes < PURGE_CHUNK) return total;
-    }
+    return purgeInChunks(PURGE_CHUNK, () => this.#run('purgeDeliveryMinutes', ({ retention }) => retention.purgeDeliveryMinutes(before)));
   }
 
   async purge(before: number): Promise<PurgeResult> {
     // One statement or transaction of at most PURGE_CHUNK rows per operation, as in replay.
-    const drain = async (purgeChunk: (state: OpenState) => number): Promise<number> => {
-      let total = 0;
-      for (;;) {
-        const changes = await this.#run('purge', purgeChunk);
-        total += changes;
-        if (changes < PURGE_CHUNK) return total;
-      }
-    };
-    const attempts = await drain(({ retention }) => retention.purgeAttempts(before));
-    const deadLetters = await drain(({ retention }) => retention.purgeDeadLetters(before));
-    const events = await drain(({ db, retention }) => db.transaction(() => retention.purgeEvents(before)).immediate());
-    const replayJobs = await drain(({ retention }) => retention.purgeReplayJobs(before));
-    await drain(({ endpointChanges }) => endpointChanges.purge(before));
-    return { attempts, deadLetters, events, replayJobs };
+    const drain = (purgeChunk: (state: OpenState) => number): Promise<number> => purgeInChunks(PURGE_CHUNK, () => this.#run('purge', purgeChunk));
+    return purgeInOrder({
+      attempts: () => drain(({ retention }) => retention.purgeAttempts(before)),
+      deadLetters: () => drain(({ retention }) => retention.purgeDeadLetters(before)),
+      events: () => drain(({ db, retention }) => db.transaction(() => retention.purgeEvents(before)).immediate()),
+      replayJobs: () => drain(({ retention }) => retention.purgeReplayJobs(before)),
+      endpointChanges: () => drain(({ endpointChanges }) => endpointChanges.purge(before)),
+    });
   }
 
-  async #open(): Promise<OpenState> {
-    let db: BetterSqlite3.Database | undefined;
-    try {
-      if (this.#path !== ':memory:') mkdirSync(dirname(this.#path), { recursive: true });
-      const opened = new Database(this.#path, { timeout: this.#blockingWaitMs });
-      db = opened;
-      this.#busyWaitMs = this.#blockingWaitMs;
-      // WAL and the schema need the write lock on a first start: a producer holding it is waited for like
-      // any other lock (safe to run again: every step is idempotent, the schema one transaction).
-      return await this.#lock.run(
-        'open',
-        (blocking) => {
-          this.#setBusyWait(opened, blocking ? this.#blockingWaitMs : 0);
-          opened.pragma('journal_mode = WAL');
-          // NORMAL in WAL: a power loss may drop the last commits but never corrupts; ~6× faster single-row commits.
-          opened.pragma('synchronous = NORMAL');
-          opened.pragma('cache_size = -16384');
-          opened.pragma('temp_store = MEMORY');
-          ensureSchema(opened);
-          return prepareConnection(opened);
-        },
-        'write',
-      );
-    } catch (error) {
-      db?.close();
-      throw new StoreError(`sqlite: cannot open ${this.#path}: ${messageOf(error)}`, { cause: error });
-    }
+  /** Runs one port operation on the connection (`SqliteConnection.run`). */
+  #run<T>(operation: string, fn: (state: OpenState) => T, access?: LockAccess): Promise<T> {
+    return this.#connection.run(operation, fn, access);
   }
-
-  #ready(): OpenState {
-    if (this.#closed) throw new ClosedError('SqliteStore');
-    if (this.#state === undefined) throw new StoreError('SqliteStore: call init() before using the store');
-    return this.#state;
-  }
-
-  /**
-   * Runs one port operation (at most one transaction: it may run again after finding the
-   * lock held), turning driver errors into `StoreError`s that name it. `access` says how it
-   * waits for the lock (`LockAccess`).
-   */
-  async #run<T>(operation: string, fn: (state: OpenState) => T, access: LockAccess = 'write'): Promise<T> {
-    this.#ready();
-    try {
-      if (this.#group !== undefined && access !== 'read') return await this.#group.add(() => fn(this.#ready()), access);
-      return await this.#lock.run(
-        operation,
-        (blocking) => {
-          const state = this.#ready();
-          this.#setBusyWait(state.db, blocking ? this.#blockingWaitMs : 0);
-          this.#waitedForLock = !blocking;
-          return fn(state);
-        },
-        access,
-      );
-    } catch (error) {
-      if (error instanceof HeraldError) throw error;
-      if (error instanceof LockWaitTimeout) {
-        throw new StoreError(`sqlite: ${error.message} (busyTimeoutMs ${this.#busyTimeoutMs})`, { cause: error });
-      }
-      throw new StoreError(`sqlite: ${operation} failed: ${messageOf(error)}`, { cause: error });
-    }
-  }
-
-  /**
-   * One group's transaction: each member in a savepoint, so one that throws is undone alone.
-   * Busy cannot happen after `BEGIN IMMEDIATE` has the lock; if it did, the whole group is undone
-   * and tried again by the lock waiter, like any operation found busy.
-   */
-  #commitGroup(members: ReadonlyArray<() => unknown>, blocking: boolean): MemberOutcome[] {
-    const { db, inSavepoint } = this.#ready();
-    this.#setBusyWait(db, blocking ? this.#blockingWaitMs : 0);
-    this.#waitedForLock = !blocking;
-    return db.transaction(() =>
-      members.map((run): MemberOutcome => {
-        try {
-          return { ok: true, value: inSavepoint(run) };
-        } catch (error) {
-          if (isBusy(error)) throw error;
-          return { ok: false, error };
-        }
-      }),
-    ).immediate();
-  }
-
-  #setBusyWait(db: BetterSqlite3.Database, ms: number): void {
-    if (this.#busyWaitMs === ms) return;
-    db.pragma(`busy_timeout = ${ms}`);
-    this.#busyWaitMs = ms;
-  }
-}
-
-/** The connection's statements, each prepared once: run after the schema exists. */
-function prepareConnection(db: BetterSqlite3.Database): OpenState {
-  const dynamic = new DynamicStatements(db);
-  const leases = new LeaseStatements(db);
-  return {
-    db,
-    dataVersion: db.prepare<unknown[], number>('PRAGMA data_version').pluck(),
-    initSlotCount: db.prepare(`INSERT OR IGNORE INTO meta (key, value) VALUES ('slot_count', ?)`),
-    getSlotCount: db.prepare<unknown[], string>(`SELECT value FROM meta WHERE key = 'slot_count'`).pluck(),
-    dynamic,
-    endpoints: new EndpointStatements(db),
-    endpointChanges: new EndpointChangeStatements(db),
-    fanOut: new FanOutStatements(db, leases),
-    leases,
-    claims: new ClaimStatements(db, leases),
-    settle: new SettleStatements(db),
-    log: new DeliveryLogStatements(db, dynamic),
-    deadLetters: new DeadLetterStatements(db, dynamic),
-    failures: new FailureGroupStatements(db, dynamic),
-    retention: new RetentionStatements(db),
-    tenantTokens: new TenantTokenStatements(db),
-    replayJobs: new ReplayJobStatements(db),
-    minutes: new DeliveryMinuteStatements(db),
-    inSavepoint: db.transaction((run: () => unknown) => run()),
-  };
 }
 
 function nonNegativeInteger(value: number, field: string): number {
@@ -774,8 +535,4 @@ function nonNegativeInteger(value: number, field: string): number {
     throw new ValidationError(field, `must be a non-negative integer (got ${String(value)})`);
   }
   return value;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

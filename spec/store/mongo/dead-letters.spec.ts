@@ -2,7 +2,13 @@ import { expect } from 'chai';
 import { ObjectId } from 'mongodb';
 import { CHUNK } from '../../../lib/store/mongo/collections.ts';
 import { listDeadLetters, replayDeadLetters } from '../../../lib/store/mongo/dead-letters.ts';
-import { afterKeyFilter, DEAD_LETTER_LIST_SORT, DEAD_LETTER_REPLAY_SORT, REPLAY_FENCE_UPDATE, replayFenceFilter } from '../../../lib/store/mongo/queries.ts';
+import {
+  afterKeyFilter,
+  DEAD_LETTER_LIST_SORT,
+  DEAD_LETTER_REPLAY_SORT,
+  REPLAY_FENCE_UPDATE,
+  replayFenceFilter,
+} from '../../../lib/store/mongo/dead-letter-queries.ts';
 import type { DeadLetterDoc } from '../../../lib/store/mongo/schema.ts';
 import { FAKE_SESSION, fakeDb } from './fake-db.ts';
 

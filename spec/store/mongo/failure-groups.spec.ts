@@ -1,12 +1,7 @@
 import { expect } from 'chai';
 import { failureGroups, replayFailureGroup } from '../../../lib/store/mongo/failure-groups.ts';
-import {
-  failureCountPipeline,
-  openFailuresFilter,
-  resumeDeliveriesUpdate,
-  resumeFailureGroupFilter,
-  retryingFailuresFilter,
-} from '../../../lib/store/mongo/queries.ts';
+import { failureCountPipeline, openFailuresFilter, resumeFailureGroupFilter, retryingFailuresFilter } from '../../../lib/store/mongo/dead-letter-queries.ts';
+import { resumeDeliveriesUpdate } from '../../../lib/store/mongo/queries.ts';
 import { fakeDb } from './fake-db.ts';
 
 const NOW = 1_000_000;

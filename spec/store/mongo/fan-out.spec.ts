@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { appendEvents, fanOutBatch, recordFanOuts } from '../../../lib/store/mongo/fan-out.ts';
 import { lineHeadFilter } from '../../../lib/store/mongo/line-heads.ts';
-import { staleResumeTokensFilter } from '../../../lib/store/mongo/mongo-store.ts';
+import { staleResumeTokensFilter } from '../../../lib/store/mongo/work-signal.ts';
 import { fakeDb } from './fake-db.ts';
 
 const NOW = 1_000_000;
