@@ -75,6 +75,9 @@ describe('Endpoint health (engine)', () => {
       }
       await disabled;
       expect(operational.map((e) => e.type)).to.deep.equal(['endpoint.failing', 'endpoint.disabled']);
+      // People read the durations in human units; machines read windowMs.
+      expect(operational[0]).to.include({ windowMs: 24 * HOUR, detail: 'more than 2 failures within 1 d; last: HTTP 500' });
+      expect(operational[1]?.detail).to.match(/^failing without a success since \d{4}-\d\d-\d\dT[\d:.]+Z \([23] h( \d+ min)?\); last: HTTP 500$/);
       expect((await t.herald.getEndpoint(endpoint.id)).status).to.equal('disabled');
 
       // Deliveries wait while it is disabled, new ones included.

@@ -1210,14 +1210,14 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           await lease();
           const [job] = await claim();
           await store.settle(
-            [{ kind: 'retry', deliveryId: delivery.id, epoch: job!.delivery.leaseEpoch, attempt: attempt(clock.now(), TIMEOUT, 'timeout after 10000 ms', 2), nextAttemptAt: clock.now() + MINUTE }],
+            [{ kind: 'retry', deliveryId: delivery.id, epoch: job!.delivery.leaseEpoch, attempt: attempt(clock.now(), TIMEOUT, 'timeout after 10 s', 2), nextAttemptAt: clock.now() + MINUTE }],
             clock.now(),
           );
           expect((await store.getEndpoint('ep_1'))?.failingSince).to.equal(firstFailure);
           const attempts = await store.listAttempts(delivery.id);
           expect(attempts.map((a) => [a.number, a.round, a.error])).to.deep.equal([
             [1, 0, 'HTTP 503'],
-            [2, 0, 'timeout after 10000 ms'],
+            [2, 0, 'timeout after 10 s'],
           ]);
           expect(attempts[1]!.outcome).to.deep.equal(TIMEOUT);
 
@@ -2070,7 +2070,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
               count: { retrying: 1, dead: 0, total: 1 },
               firstSeen: t0 + MINUTE,
               lastSeen: t0 + MINUTE,
-              sample: { summary: 'timeout after 10000 ms', status: null, body: null },
+              sample: { summary: 'timeout after 10 s', status: null, body: null },
             },
           ]);
         });
