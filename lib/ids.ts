@@ -21,9 +21,14 @@ function timePrefix(at: number): string {
   return Math.max(0, Math.floor(at)).toString(16).padStart(12, '0');
 }
 
-/** A new event id such as `evt_019a3f…`: 12 hex digits of `now` (ms), then 80 random bits; 32 hex digits in all. */
+/**
+ * A new event id such as `evt_019a3f…`: 12 hex digits of `now` (ms), then 80 random bits; 32 hex
+ * digits in all. The random digits are a UUID v4's first 12 and last 8: its digits 12 and 16 are
+ * fixed (version `4`, variant `8`–`b`), and the end is what a short form shows ({@link shortIds}).
+ */
 export function newEventId(now: number): string {
-  return `evt_${timePrefix(now)}${randomUUID().replaceAll('-', '').slice(0, 20)}`;
+  const random = randomUUID().replaceAll('-', '');
+  return `evt_${timePrefix(now)}${random.slice(0, 12)}${random.slice(24)}`;
 }
 
 /**

@@ -13,6 +13,13 @@ describe('Identifiers', () => {
     });
   });
 
+  context('when many event ids are made in one millisecond', () => {
+    it('have no fixed digit in their 20 random ones (a UUID\'s version and variant digits left out)', () => {
+      const ids = Array.from({ length: 400 }, () => newEventId(Date.UTC(2026, 10, 30)));
+      for (let at = 16; at < 36; at++) expect(new Set(ids.map((id) => id[at])).size, `digit ${at - 4}`).to.be.at.least(12);
+    });
+  });
+
   context('when a delivery id is derived', () => {
     it('is the same for the same pair, another for another endpoint, and sorts by the event\'s time', () => {
       const a = deliveryIdFor('evt_x', 'ep_1', 1_000);
