@@ -472,7 +472,7 @@ export class EndpointActor implements BreakerListener, WakeListener {
         break;
       case 'retry':
         settlement = { kind: 'retry', ...base, nextAttemptAt: next.at };
-        summary = `retry in ${Math.round((next.at - now) / 1000)} s: ${error ?? ''}`;
+        summary = `retry in ${durationText(next.at - now)}: ${error ?? ''}`;
         break;
       case 'dead':
         settlement = { kind: 'dead', ...base, deadLetterId: newId('dl'), reason: next.reason };

@@ -79,7 +79,7 @@ export interface AttemptEvent {
   readonly startedAt: number;
   readonly durationMs: number;
   readonly outcome: Outcome;
-  /** One line: `delivered`, `retry at …: HTTP 500`, `dead: permanent: HTTP 410` */
+  /** One line for people: `delivered`, `retry in 30 s: HTTP 500`, `dead: permanent: HTTP 410` */
   readonly summary: string;
   readonly settlement: Settlement;
   /** False when the write was refused because the lease moved on. */
