@@ -58,7 +58,7 @@ export async function runStatus(args: readonly string[], io: CliIo): Promise<num
     const ids = [...new Set([...status.actors.map((a) => a.endpointId), ...recent.keys()])].sort();
     if (ids.length > 0) {
       const actors = new Map(status.actors.map((a) => [a.endpointId, a]));
-      io.stdout.write(`\nEndpoints active on this node (failures over the last ${Math.round(status.recent.windowMs / 60_000)} min):\n`);
+      io.stdout.write(`\nEndpoints active on this node (failures over the last ${durationText(status.recent.windowMs)}):\n`);
       io.stdout.write(
         table(
           ['ENDPOINT', 'BREAKER', 'QUEUED', 'RUNNING', 'PAUSED UNTIL', 'FAILURES', 'LAST ERROR'],
