@@ -42,9 +42,10 @@ export const DURATION_TEXT_SCRIPT = String.raw`const durationText = (ms) => {
 
 /**
  * The helpers, as script text: `$` (by id), `esc` (HTML-escapes anything the API returned),
- * `when` (epoch ms as UTC), `durationText` ({@link DURATION_TEXT_SCRIPT}), `token`, `say` (the status line), `row` and `head` (table rows),
- * `api` (a call with the bearer token; a 401 forgets the token and shows the page's `showLogin()`),
- * and `pager`: a list shown one page at a time (see below).
+ * `when` (epoch ms as UTC), `durationText` ({@link DURATION_TEXT_SCRIPT}), `token`, `say` (the
+ * status line), `row` and `head` (table rows), `api` (a call with the bearer token; a 401
+ * forgets the token and shows the page's `showLogin()`), and `pager`: a list shown one page at
+ * a time (see below).
  */
 export function pageKitScript(tokenKey: string): string {
   const key = JSON.stringify(tokenKey);

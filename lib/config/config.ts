@@ -8,8 +8,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { isTenantWeight, TENANT_WEIGHT_RULE } from '../engine/in-flight-limiter.ts';
 import { durationText } from '../clock.ts';
+import { isTenantWeight, TENANT_WEIGHT_RULE } from '../engine/in-flight-limiter.ts';
 import { ConfigError } from '../errors.ts';
 import { RETRY_PRESETS } from '../policy/retry-schedule.ts';
 import type { SecretKeySettings } from '../signing/secret-key-source.ts';
