@@ -66,15 +66,32 @@ export function isoTime(epochMs: number): string {
   return new Date(epochMs).toISOString();
 }
 
-/** A duration for people, its two largest units, rounded down: `1 d 3 h`, `4 h 5 min`, `7 min`, `0 min`. */
+const SECOND = 1_000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+/** Largest first: a duration shows the first that fits and the one after it. */
+const UNITS = [[DAY, 'd'], [HOUR, 'h'], [MINUTE, 'min'], [SECOND, 's']] as const;
+
+/**
+ * A duration for people, in every message, log line and table that shows one:
+ * `250 ms`, `1.5 s` (one decimal below 10 s), `30 s`, `2 min`, `2 min 30 s`,
+ * `1 h`, `1 h 30 min`, `2 d`, `1 d 3 h`: its two largest units, rounded down
+ * (so a wait of 59 min 59 s never reads `1 h`; a limit of 1 h is `1 h`). A
+ * negative duration is `0 ms` (an age across a clock step); one that is not
+ * finite is shown as the number.
+ */
 export function durationText(ms: number): string {
-  const minutes = Math.floor(Math.max(0, ms) / 60_000);
-  const days = Math.floor(minutes / 1_440);
-  const hours = Math.floor((minutes % 1_440) / 60);
-  const rest = minutes % 60;
-  if (days > 0) return hours > 0 ? `${days} d ${hours} h` : `${days} d`;
-  if (hours > 0) return rest > 0 ? `${hours} h ${rest} min` : `${hours} h`;
-  return `${rest} min`;
+  if (!Number.isFinite(ms)) return String(ms);
+  const whole = Math.floor(Math.max(0, ms));
+  if (whole < SECOND) return `${whole} ms`;
+  if (whole < 10 * SECOND) return `${Math.floor(whole / 100) / 10} s`;
+  const i = UNITS.findIndex(([unitMs]) => whole >= unitMs);
+  const [largeMs, largeName] = UNITS[i]!;
+  const text = `${Math.floor(whole / largeMs)} ${largeName}`;
+  const small = UNITS[i + 1];
+  const rest = small === undefined ? 0 : Math.floor((whole % largeMs) / small[0]);
+  return rest > 0 && small !== undefined ? `${text} ${rest} ${small[1]}` : text;
 }
 
 /**

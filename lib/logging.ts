@@ -1,7 +1,8 @@
 /**
  * Logs: pino, JSON lines by default and short human-readable lines on a
  * terminal (`logFormat`), with scoped fields (endpointId, eventId,
- * deliveryId, attempt).
+ * deliveryId, attempt). Full ids and durations in milliseconds go in fields
+ * for machines; a message says a duration in human units (`durationText`).
  *
  * Secrets and signatures are never written: fields named like secrets,
  * tokens, authorization or `webhook-signature` are censored, and any text
@@ -9,7 +10,7 @@
  * signatures, bearer tokens and URL query strings (which may carry tokens).
  */
 import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino';
-import { isoTime } from './clock.ts';
+import { durationText, isoTime } from './clock.ts';
 import type { LogFormat, LogLevel } from './config/config.ts';
 import { OperationalEventType, type EngineEvents } from './engine/engine-events.ts';
 import type { EventEmitter } from 'node:events';
@@ -129,7 +130,13 @@ export function logEngineEvents(herald: { readonly events: EventEmitter<EngineEv
     log.warn(
       e.type === OperationalEventType.DEAD_LETTERS_UNREVIEWED
         ? { count: e.count, oldestAgeMs: e.oldestAgeMs, reviewWithinMs: e.reviewWithinMs, operational: e.type }
-        : { endpointId: e.endpointId, tenantId: e.tenantId, deliveryId: e.deliveryId, operational: e.type },
+        : {
+            endpointId: e.endpointId,
+            tenantId: e.tenantId,
+            deliveryId: e.deliveryId,
+            ...(e.type === OperationalEventType.ENDPOINT_FAILING ? { windowMs: e.windowMs } : {}),
+            operational: e.type,
+          },
       `${e.type}: ${e.detail}`,
     ),
   );
@@ -139,12 +146,13 @@ export function logEngineEvents(herald: { readonly events: EventEmitter<EngineEv
   );
   herald.events.on('clockSkew', (e) => {
     const offsetMs = Math.round(e.offsetMs);
+    const offset = durationText(Math.abs(offsetMs));
+    const ahead = offsetMs < 0;
     log.warn(
       { clockOffsetMs: offsetMs, thresholdMs: e.thresholdMs },
       e.skewed
-        ? `this node's clock is ${Math.abs(offsetMs)} ms ${offsetMs < 0 ? 'ahead of' : 'behind'} the store's: ` +
-            'the cluster runs on the corrected clock, but fix this host\'s time (NTP)'
-        : `this node's clock is back within ${e.thresholdMs} ms of the store's (${offsetMs} ms)`,
+        ? `this node's clock is ${offset} ${ahead ? 'ahead of' : 'behind'} the store's: the cluster runs on the corrected clock, but fix this host's time (NTP)`
+        : `this node's clock is back within ${durationText(e.thresholdMs)} of the store's (${offset} ${ahead ? 'ahead' : 'behind'})`,
     );
   });
   herald.events.on('failure', (e) => log.error({ where: e.where, err: e.error }, 'engine failure'));

@@ -273,7 +273,7 @@ export interface Attempt {
   readonly startedAt: number;
   readonly durationMs: number;
   readonly outcome: Outcome;
-  /** A short summary, e.g. `HTTP 503` or `timeout after 10000 ms`. */
+  /** A short summary, e.g. `HTTP 503` or `timeout after 10 s`. */
   readonly error: string | null;
 }
 

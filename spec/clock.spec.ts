@@ -108,19 +108,42 @@ describe('parseDate', () => {
 });
 
 describe('durationText', () => {
-  const MINUTE = 60_000;
+  const SECOND = 1_000;
+  const MINUTE = 60 * SECOND;
   const HOUR = 60 * MINUTE;
   const DAY = 24 * HOUR;
+  const shown = (cases: ReadonlyArray<readonly [number, string]>): void => {
+    expect(cases.map(([ms]) => durationText(ms))).to.deep.equal(cases.map(([, text]) => text));
+  };
 
-  it('gives the two largest units, rounded down (a negative duration is 0)', () => {
-    expect([-5, 59_999, 7 * MINUTE, 4 * HOUR, 4 * HOUR + 5 * MINUTE, DAY, DAY + 3 * HOUR + 59 * MINUTE].map(durationText)).to.deep.equal([
-      '0 min',
-      '0 min',
-      '7 min',
-      '4 h',
-      '4 h 5 min',
-      '1 d',
-      '1 d 3 h',
-    ]);
+  context('when a duration is under 10 seconds', () => {
+    it('gives whole milliseconds below a second, then seconds with one decimal, rounded down', () => {
+      shown([[0, '0 ms'], [0.9, '0 ms'], [250, '250 ms'], [999, '999 ms'], [SECOND, '1 s'], [1_099, '1 s'], [1_500, '1.5 s'], [9_999, '9.9 s']]);
+    });
+  });
+
+  context('when a duration is 10 seconds or more', () => {
+    it('gives its two largest units, rounded down, leaving out a zero second unit', () => {
+      shown([
+        [10 * SECOND, '10 s'],
+        [59_999, '59 s'],
+        [MINUTE, '1 min'],
+        [90 * SECOND, '1 min 30 s'],
+        [HOUR - 1, '59 min 59 s'],
+        [HOUR, '1 h'],
+        [90 * MINUTE, '1 h 30 min'],
+        [DAY - 1, '23 h 59 min'],
+        [DAY, '1 d'],
+        [2 * DAY + 59 * MINUTE, '2 d'],
+        [DAY + 3 * HOUR + 59 * MINUTE, '1 d 3 h'],
+        [30 * DAY, '30 d'],
+      ]);
+    });
+  });
+
+  context('when a duration is negative or not finite', () => {
+    it('shows a negative one as 0 ms and any other as the number', () => {
+      shown([[-5, '0 ms'], [Infinity, 'Infinity'], [NaN, 'NaN']]);
+    });
   });
 });

@@ -39,7 +39,7 @@ describe('Logging', () => {
       const events = new EventEmitter<EngineEvents>();
       logEngineEvents({ events }, logger);
       events.emit('failure', { where: 'sign', error: new Error(`bad key ${secret}`) });
-      events.emit('operational', { type: 'endpoint.failing', endpointId: 'ep_1', tenantId: 'acme', at: 1, detail: `last: Bearer ${secret}` });
+      events.emit('operational', { type: 'endpoint.failing', endpointId: 'ep_1', tenantId: 'acme', at: 1, windowMs: 3_600_000, detail: `last: Bearer ${secret}` });
 
       const text = lines.join('\n');
       expect(lines).to.have.length(4);
@@ -51,7 +51,7 @@ describe('Logging', () => {
       expect(first).to.include({ endpointId: 'ep_1', secret: '[redacted]' });
       expect(first.msg).to.include('https://hooks.example/x?[redacted]');
       expect(failure).to.include({ component: 'engine', where: 'sign' });
-      expect(operational).to.include({ endpointId: 'ep_1', tenantId: 'acme', operational: 'endpoint.failing', level: 40 });
+      expect(operational).to.include({ endpointId: 'ep_1', tenantId: 'acme', windowMs: 3_600_000, operational: 'endpoint.failing', level: 40 });
     });
   });
 
@@ -65,9 +65,9 @@ describe('Logging', () => {
       const [over, back] = lines.map((l) => JSON.parse(l));
       expect(lines).to.have.length(2);
       expect(over).to.include({ level: 40, component: 'engine', clockOffsetMs: -30_012, thresholdMs: 1_000 });
-      expect(over.msg).to.include('30012 ms ahead of the store\'s');
+      expect(over.msg).to.include('30 s ahead of the store\'s');
       expect(back).to.include({ level: 40, clockOffsetMs: 250 });
-      expect(back.msg).to.include('back within 1000 ms');
+      expect(back.msg).to.equal('this node\'s clock is back within 1 s of the store\'s (250 ms behind)');
     });
   });
 

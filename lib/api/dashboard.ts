@@ -74,9 +74,6 @@ ${deliveryChartsMarkup('every endpoint')}</section>
 ${pageKitScript('heraldToken')}
 function showLogin() { const has = !!token(); $('login').hidden = has; $('logout').hidden = !has; }
 const breakerClass = { closed: 'ok', 'half-open': 'warn', open: 'bad' };
-// As the CLI shows a duration (durationText in lib/clock.ts): its two largest units, rounded down.
-const ago = (ms) => { const m = Math.floor(Math.max(0, ms) / 60000), d = Math.floor(m / 1440), h = Math.floor(m % 1440 / 60);
-  return d > 0 ? d + ' d' + (h ? ' ' + h + ' h' : '') : h > 0 ? h + ' h' + (m % 60 ? ' ' + (m % 60) + ' min' : '') : (m % 60) + ' min'; };
 const deadQuery = () => { const v = $('dead-state').value; return v === '' ? '' : v === 'all' ? '&includeReplayed=true' : '&state=' + encodeURIComponent(v); };
 
 async function refresh() {
@@ -102,8 +99,8 @@ async function refresh() {
       .map(([k, v]) => '<div class="card"><span class="muted">' + esc(k) + '</span><b>' + esc(v ?? 0) + '</b></div>').join('');
     const dl = status.deadLetters; const overdue = dl.unreviewed > 0 && dl.oldestUnreviewedAgeMs > dl.reviewWithinMs;
     $('summary').insertAdjacentHTML('beforeend', '<div class="card" id="unreviewed"><span class="muted">unreviewed dead letters</span><b class="' +
-      (overdue ? 'bad' : dl.unreviewed > 0 ? 'warn' : 'ok') + '">' + esc(dl.unreviewed) + (dl.unreviewed > 0 ? ' <small>oldest ' + esc(ago(dl.oldestUnreviewedAgeMs)) +
-      (overdue ? ', limit ' + esc(ago(dl.reviewWithinMs)) : '') + '</small>' : '') + '</b></div>');
+      (overdue ? 'bad' : dl.unreviewed > 0 ? 'warn' : 'ok') + '">' + esc(dl.unreviewed) + (dl.unreviewed > 0 ? ' <small>oldest ' + esc(durationText(dl.oldestUnreviewedAgeMs)) +
+      (overdue ? ', limit ' + esc(durationText(dl.reviewWithinMs)) : '') + '</small>' : '') + '</b></div>');
 
     $('endpoints').innerHTML = endpoints.data.length === 0 ? '<tr><td class="empty">No endpoints yet.</td></tr>' :
       head(['endpoint', 'tenant', 'url', 'health', 'breaker', 'failure rate (1 h, cluster)', 'limits', 'queued', 'last error', '']) +
@@ -154,7 +151,7 @@ const deadPager = pager('dead', ${PAGE_ROWS}, () => '/v1/dead-letters?' + deadQu
         (t.by ? ' <span class="muted">by ' + esc(t.by) + ' ' + esc(when(t.at)) + ':</span> ' + esc(t.note) : '');
       const actions = open ? '<button data-replay="' + esc(x.id) + '">Replay</button> <button data-ack="' + esc(x.id) + '">Acknowledge</button> ' +
         '<button data-discard="' + esc(x.id) + '">Discard</button>' : '';
-      return row([esc(when(x.createdAt)), '<span class="' + (late ? 'bad' : '') + '">' + esc(ago(x.ageMs)) + '</span>', state, '<code>' + esc(x.endpointId) + '</code>',
+      return row([esc(when(x.createdAt)), '<span class="' + (late ? 'bad' : '') + '">' + esc(durationText(x.ageMs)) + '</span>', state, '<code>' + esc(x.endpointId) + '</code>',
         esc(x.eventType) + ' <code>' + esc(x.eventId) + '</code>', esc(x.attempts.length), '<span class="bad">' + esc(x.reason) + '</span>', actions],
         'data-dead-letter="' + esc(x.id) + '" data-state="' + esc(t.state) + '"');
     }).join('');
@@ -197,7 +194,7 @@ document.addEventListener('click', async (ev) => {
     } else if (t.dataset.attempts) {
       const { data } = await api('/v1/deliveries/' + encodeURIComponent(t.dataset.attempts) + '/attempts');
       $('attempts').innerHTML = '<h2>Attempts of <code>' + esc(t.dataset.attempts) + '</code></h2><table>' + head(['round', '#', 'started', 'duration', 'result']) +
-        data.map((a) => row([esc(a.round), esc(a.number), esc(when(a.startedAt)), esc(a.durationMs) + ' ms',
+        data.map((a) => row([esc(a.round), esc(a.number), esc(when(a.startedAt)), esc(durationText(a.durationMs)),
           a.error ? '<span class="bad">' + esc(a.error) + '</span>' : '<span class="ok">HTTP ' + esc(a.outcome.status) + '</span>'])).join('') + '</table>';
     }
   } catch (e) { say(e.message, true); }

@@ -26,16 +26,33 @@ export function pagerMarkup(name: string): string {
 }
 
 /**
+ * `durationText(ms)` as script text: the pages show a duration as the CLI and the logs do
+ * (lib/clock.ts's `durationText`, which a spec holds this to).
+ */
+export const DURATION_TEXT_SCRIPT = String.raw`const durationText = (ms) => {
+  if (!Number.isFinite(ms)) return String(ms);
+  const whole = Math.floor(Math.max(0, ms));
+  if (whole < 1000) return whole + ' ms';
+  if (whole < 10000) return Math.floor(whole / 100) / 10 + ' s';
+  const units = [[86400000, 'd'], [3600000, 'h'], [60000, 'min'], [1000, 's']];
+  const i = units.findIndex(([unitMs]) => whole >= unitMs), [largeMs, largeName] = units[i], small = units[i + 1];
+  const rest = small ? Math.floor((whole % largeMs) / small[0]) : 0;
+  return Math.floor(whole / largeMs) + ' ' + largeName + (rest > 0 ? ' ' + rest + ' ' + small[1] : '');
+};`;
+
+/**
  * The helpers, as script text: `$` (by id), `esc` (HTML-escapes anything the API returned),
- * `when` (epoch ms as UTC), `token`, `say` (the status line), `row` and `head` (table rows),
- * `api` (a call with the bearer token; a 401 forgets the token and shows the page's `showLogin()`),
- * and `pager`: a list shown one page at a time (see below).
+ * `when` (epoch ms as UTC), `durationText` ({@link DURATION_TEXT_SCRIPT}), `token`, `say` (the
+ * status line), `row` and `head` (table rows), `api` (a call with the bearer token; a 401
+ * forgets the token and shows the page's `showLogin()`), and `pager`: a list shown one page at
+ * a time (see below).
  */
 export function pageKitScript(tokenKey: string): string {
   const key = JSON.stringify(tokenKey);
   return String.raw`const $ = (id) => document.getElementById(id);
 const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
 const when = (ms) => ms == null ? '' : new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
+${DURATION_TEXT_SCRIPT}
 const token = () => sessionStorage.getItem(${key});
 const say = (text, bad) => { $('msg').textContent = text; $('msg').className = bad ? 'bad' : 'ok'; };
 const row = (cells, attrs = '') => '<tr ' + attrs + '>' + cells.map((c) => '<td>' + c + '</td>').join('') + '</tr>';

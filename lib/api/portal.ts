@@ -189,7 +189,7 @@ async function sequence(next) {
 function attemptsTable(attempts) {
   if (attempts.length === 0) return '<p class="empty">No attempt yet.</p>';
   return '<table>' + head(['round', '#', 'started', 'duration', 'result', 'response body']) + attempts.map((a) => row([esc(a.round), esc(a.number),
-    esc(when(a.startedAt)), esc(a.durationMs) + ' ms',
+    esc(when(a.startedAt)), esc(durationText(a.durationMs)),
     a.error ? '<span class="bad">' + esc(a.error) + '</span>' : '<span class="ok">HTTP ' + esc(a.outcome.status) + '</span>',
     a.outcome.kind === 'response' && a.outcome.body ? '<code>' + esc(a.outcome.body.slice(0, 500)) + '</code>' : ''], 'data-attempt')).join('') + '</table>';
 }

@@ -3,6 +3,7 @@
  * cursor pages until `--limit` deliveries are shown; and `herald deliveries
  * attempts <id>`: every attempt of one delivery.
  */
+import { durationText } from '../clock.ts';
 import { AdminClient } from './admin-client.ts';
 import { connectionOf, parseCommand, parseInteger, parseTime, UsageError, writeJson, type CliIo } from './cli-io.ts';
 import { DELIVERIES_USAGE } from './usage.ts';
@@ -67,7 +68,7 @@ export async function runDeliveries(args: readonly string[], io: CliIo): Promise
         io.stdout.write(
           table(
             ['ROUND', '#', 'STARTED', 'DURATION', 'RESULT'],
-            data.map((a) => [a.round, a.number, time(a.startedAt), `${a.durationMs} ms`, a.error ?? `HTTP ${a.outcome.status ?? ''}`]),
+            data.map((a) => [a.round, a.number, time(a.startedAt), durationText(a.durationMs), a.error ?? `HTTP ${a.outcome.status ?? ''}`]),
           ),
         );
       }

@@ -5,6 +5,7 @@
  * deliveries after a sequence number (`webhook-sequence`), to explain a gap.
  */
 import type { SequencePage } from '../endpoints/sequence-page.ts';
+import { durationText } from '../clock.ts';
 import { AdminClient } from './admin-client.ts';
 import { connectionOf, parseCommand, parseInteger, UsageError, writeJson, type CliIo } from './cli-io.ts';
 import { ENDPOINTS_USAGE } from './usage.ts';
@@ -183,7 +184,7 @@ function show(e: EndpointView): string {
     ['description', e.description],
     ['event types', e.eventTypes.length === 0 ? '* (all)' : e.eventTypes],
     ['retry', retryText(e.retry)],
-    ['timeout', `${e.timeoutMs} ms`],
+    ['timeout', durationText(e.timeoutMs)],
     ['mode', e.mode],
     ['ordering', e.ordering ?? 'none'],
     ['concurrency', e.concurrency],

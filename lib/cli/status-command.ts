@@ -3,6 +3,7 @@
  * in flight, the store, deliveries by status, and each live endpoint actor
  * with its breaker, queue, last error and recent failure rate.
  */
+import { durationText } from '../clock.ts';
 import { AdminClient } from './admin-client.ts';
 import { connectionOf, parseCommand, UsageError, writeJson, type CliIo } from './cli-io.ts';
 import { STATUS_USAGE } from './usage.ts';
@@ -39,7 +40,7 @@ export async function runStatus(args: readonly string[], io: CliIo): Promise<num
     const store = !status.store.reachable
       ? `UNREACHABLE: ${status.store.error ?? ''}`
       : status.store.available
-        ? `reachable (${status.store.latencyMs} ms)`
+        ? `reachable (${durationText(status.store.latencyMs)})`
         : `UNAVAILABLE: ${status.store.error ?? ''}`;
     io.stdout.write(
       keyValues([
@@ -57,7 +58,7 @@ export async function runStatus(args: readonly string[], io: CliIo): Promise<num
     const ids = [...new Set([...status.actors.map((a) => a.endpointId), ...recent.keys()])].sort();
     if (ids.length > 0) {
       const actors = new Map(status.actors.map((a) => [a.endpointId, a]));
-      io.stdout.write(`\nEndpoints active on this node (failures over the last ${Math.round(status.recent.windowMs / 60_000)} min):\n`);
+      io.stdout.write(`\nEndpoints active on this node (failures over the last ${durationText(status.recent.windowMs)}):\n`);
       io.stdout.write(
         table(
           ['ENDPOINT', 'BREAKER', 'QUEUED', 'RUNNING', 'PAUSED UNTIL', 'FAILURES', 'LAST ERROR'],

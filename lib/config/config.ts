@@ -8,6 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { durationText } from '../clock.ts';
 import { isTenantWeight, TENANT_WEIGHT_RULE } from '../engine/in-flight-limiter.ts';
 import { ConfigError } from '../errors.ts';
 import { RETRY_PRESETS } from '../policy/retry-schedule.ts';
@@ -196,6 +197,12 @@ const NUMBER_RULES: Readonly<Record<string, Rule>> = {
   'operator.timeoutMs': { min: 100, max: 60 * SECOND },
 };
 
+/** `must be an integer from 1 to 100`; for a duration (a key in `…Ms`) with each end in human units too: `from 1000 (1 s) to 86400000 (1 d)`. */
+function rangeRule(key: string, { min, max }: Rule): string {
+  if (!key.endsWith('Ms')) return `must be an integer from ${min} to ${max}`;
+  return `must be an integer of milliseconds from ${min} (${durationText(min)}) to ${max} (${durationText(max)})`;
+}
+
 /** Keys that are true or false. */
 const BOOLEAN_KEYS: readonly string[] = ['engine.storeThread', 'delivery.disableOnGone', 'delivery.adaptiveConcurrency'];
 
@@ -287,7 +294,7 @@ export function validateConfig(raw: unknown): HeraldConfig {
   for (const [key, rule] of Object.entries(NUMBER_RULES)) {
     const value = readPath(raw, key);
     if (typeof value !== 'number' || !Number.isInteger(value) || value < rule.min || value > rule.max) {
-      throw new ConfigError(key, value, `must be an integer from ${rule.min} to ${rule.max}`);
+      throw new ConfigError(key, value, rangeRule(key, rule));
     }
   }
   const maxRequestBytes = readPath(raw, 'api.maxRequestBytes') as number;
@@ -308,7 +315,7 @@ export function validateConfig(raw: unknown): HeraldConfig {
   }
   const engine = raw.engine as Record<string, number>;
   if ((engine.renewIntervalMs ?? 0) * 2 > (engine.leaseMs ?? 0)) {
-    throw new ConfigError('engine.renewIntervalMs', engine.renewIntervalMs, 'must be at most half of engine.leaseMs');
+    throw new ConfigError('engine.renewIntervalMs', engine.renewIntervalMs, `must be at most half of engine.leaseMs (${durationText((engine.leaseMs ?? 0) / 2)})`);
   }
   return deepFreeze(raw) as unknown as HeraldConfig;
 }

@@ -17,6 +17,7 @@
  * The first of these to happen decides the outcome; later callbacks change nothing.
  */
 import type { Dispatcher } from 'undici';
+import { durationText } from '../clock.ts';
 import type { Outcome } from '../model.ts';
 
 /** Turns what undici reports as an error into an outcome (the sender's classification). */
@@ -61,13 +62,13 @@ export class Exchange implements Dispatcher.DispatchHandler {
     if (this.#decided) return;
     this.#expired = true;
     this.#decide({ kind: 'timeout', timeoutMs: this.#options.timeoutMs });
-    this.#abort?.(new Error(`timed out after ${this.#options.timeoutMs} ms`));
+    this.#abort?.(new Error(`timed out after ${durationText(this.#options.timeoutMs)}`));
   }
 
   onConnect(abort: (reason?: Error) => void): void {
     this.#abort = abort;
     // Expired while waiting for a connection: cut it as soon as it has one.
-    if (this.#expired) abort(new Error(`timed out after ${this.#options.timeoutMs} ms`));
+    if (this.#expired) abort(new Error(`timed out after ${durationText(this.#options.timeoutMs)}`));
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {

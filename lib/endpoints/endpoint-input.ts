@@ -2,6 +2,7 @@
  * Validation of endpoint input from the admin API or the library: every error
  * names the field and the rule it broke. Pure: defaults come in, data goes out.
  */
+import { durationText } from '../clock.ts';
 import { ValidationError } from '../errors.ts';
 import { ADAPTIVE_CONCURRENCY_DEFAULTS, DeliveryMode, EndpointOrdering, type AdaptiveConcurrency, type Endpoint, type RateLimit, type RetrySpec } from '../model.ts';
 import { validateEndpointUrl } from '../delivery/validate-url.ts';
@@ -85,7 +86,7 @@ function validateChanges(body: Record<string, unknown>): EndpointChanges {
   if (body.eventTypes !== undefined) out.eventTypes = eventTypes(body.eventTypes);
   if (body.retry !== undefined) out.retry = resolveRetrySpec(body.retry, 'retry');
   if (body.timeoutMs !== undefined) {
-    out.timeoutMs = integerIn(body.timeoutMs, 'timeoutMs', TIMEOUT_MIN_MS, TIMEOUT_MAX_MS);
+    out.timeoutMs = millisecondsIn(body.timeoutMs, 'timeoutMs', TIMEOUT_MIN_MS, TIMEOUT_MAX_MS);
   }
   if (body.mode !== undefined) {
     const modes = Object.values(DeliveryMode) as string[];
@@ -122,6 +123,14 @@ function eventTypes(value: unknown): string[] {
     }
     return item;
   });
+}
+
+/** As {@link integerIn}, the ends also in human units: `from 1000 (1 s) to 30000 (30 s)`. */
+function millisecondsIn(value: unknown, field: string, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new ValidationError(field, `must be an integer of milliseconds from ${min} (${durationText(min)}) to ${max} (${durationText(max)}) (got ${JSON.stringify(value)})`);
+  }
+  return value;
 }
 
 function integerIn(value: unknown, field: string, min: number, max: number): number {

@@ -35,7 +35,7 @@
  * the first wake-up), so a healthy endpoint's actor is about 1 KB.
  */
 import PQueue from 'p-queue';
-import type { Clock, Random } from '../clock.ts';
+import { durationText, isoTime, type Clock, type Random } from '../clock.ts';
 import { newId } from '../ids.ts';
 import { DeliveryMode, DisabledReason, type Attempt, type DeliveryJob, type Endpoint, type Outcome } from '../model.ts';
 import { classify, describeOutcome, isEndpointGone } from '../policy/classify.ts';
@@ -472,7 +472,7 @@ export class EndpointActor implements BreakerListener, WakeListener {
         break;
       case 'retry':
         settlement = { kind: 'retry', ...base, nextAttemptAt: next.at };
-        summary = `retry in ${Math.round((next.at - now) / 1000)} s: ${error ?? ''}`;
+        summary = `retry in ${durationText(next.at - now)}: ${error ?? ''}`;
         break;
       case 'dead':
         settlement = { kind: 'dead', ...base, deadLetterId: newId('dl'), reason: next.reason };
@@ -548,13 +548,14 @@ export class EndpointActor implements BreakerListener, WakeListener {
         this.#deps.emit('operational', {
           type: OperationalEventType.ENDPOINT_FAILING,
           ...common,
-          detail: `more than ${this.#deps.health.failingThreshold} failures within ${this.#deps.health.failingWindowMs} ms; last: ${error ?? ''}`,
+          windowMs: this.#deps.health.failingWindowMs,
+          detail: `more than ${this.#deps.health.failingThreshold} failures within ${durationText(this.#deps.health.failingWindowMs)}; last: ${error ?? ''}`,
         });
       } else if (transition === 'recovered') {
         this.#deps.emit('operational', { type: OperationalEventType.ENDPOINT_RECOVERED, ...common, detail: 'delivered again' });
       } else {
         const since = this.#health.failingSince ?? now;
-        await this.#disable(DisabledReason.FAILING, `failing without a success since ${since} (${now - since} ms); last: ${error ?? ''}`, now);
+        await this.#disable(DisabledReason.FAILING, `failing without a success since ${isoTime(since)} (${durationText(now - since)}); last: ${error ?? ''}`, now);
       }
     }
   }

@@ -48,11 +48,18 @@ export interface UnreviewedDeadLettersEvent {
 
 /**
  * An operational event; `endpoint.disabled` also names why, as the endpoint's `disabledReason`
- * begins. All but `deadletters.unreviewed` concern one endpoint.
+ * begins, and `endpoint.failing` its window in milliseconds. All but `deadletters.unreviewed`
+ * concern one endpoint. `detail` is for people: durations in it are in human units
+ * (`1 h 30 min`, lib/clock.ts `durationText`); machines read the `…Ms` fields.
  */
 export type OperationalEvent =
   | (OperationalEventFields & {
-      readonly type: Exclude<OperationalEventType, typeof OperationalEventType.ENDPOINT_DISABLED | typeof OperationalEventType.DEAD_LETTERS_UNREVIEWED>;
+      readonly type: typeof OperationalEventType.ENDPOINT_RECOVERED | typeof OperationalEventType.DELIVERY_EXHAUSTED;
+    })
+  | (OperationalEventFields & {
+      readonly type: typeof OperationalEventType.ENDPOINT_FAILING;
+      /** The window the failures fell within (`health.failingWindowMs`); `detail` says it in human units. */
+      readonly windowMs: number;
     })
   | (OperationalEventFields & {
       readonly type: typeof OperationalEventType.ENDPOINT_DISABLED;
@@ -72,7 +79,7 @@ export interface AttemptEvent {
   readonly startedAt: number;
   readonly durationMs: number;
   readonly outcome: Outcome;
-  /** One line: `delivered`, `retry at …: HTTP 500`, `dead: permanent: HTTP 410` */
+  /** One line for people: `delivered`, `retry in 30 s: HTTP 500`, `dead: permanent: HTTP 410` */
   readonly summary: string;
   readonly settlement: Settlement;
   /** False when the write was refused because the lease moved on. */

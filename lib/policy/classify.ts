@@ -3,6 +3,7 @@
  * permanently failed. Pure: the rules are the tables below (docs/DELIVERY.md,
  * "What counts as success, what is retried"); the actor acts on the verdict.
  */
+import { durationText } from '../clock.ts';
 import type { Outcome } from '../model.ts';
 import { parseRetryAfter } from './retry-after.ts';
 
@@ -58,7 +59,7 @@ export function describeOutcome(outcome: Outcome): string {
         ? `HTTP ${outcome.status} → ${outcome.location}`
         : `HTTP ${outcome.status}`;
     case 'timeout':
-      return `timeout after ${outcome.timeoutMs} ms`;
+      return `timeout after ${durationText(outcome.timeoutMs)}`;
     case 'network':
       return `${outcome.code}: ${outcome.message}`;
     case 'blocked':

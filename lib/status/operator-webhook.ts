@@ -22,7 +22,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Agent, request } from 'undici';
-import type { Clock, TimerHandle } from '../clock.ts';
+import { durationText, type Clock, type TimerHandle } from '../clock.ts';
 import { ConfigError } from '../errors.ts';
 import type { EngineEvents, OperationalEvent } from '../engine/engine-events.ts';
 import { secretKey } from '../signing/secret.ts';
@@ -167,7 +167,7 @@ export class OperatorWebhook extends EventEmitter<OperatorWebhookEvents> {
       await response.body.dump();
       error = response.statusCode >= 200 && response.statusCode < 300 ? null : `HTTP ${response.statusCode}`;
     } catch (cause) {
-      error = abort.signal.aborted ? `timeout after ${this.#options.timeoutMs} ms` : ((cause as Error)?.message ?? String(cause));
+      error = abort.signal.aborted ? `timeout after ${durationText(this.#options.timeoutMs)}` : ((cause as Error)?.message ?? String(cause));
     } finally {
       timeout.cancel();
       pending.abort = undefined;

@@ -34,7 +34,7 @@ export interface FailureGroupCount extends FailureGroupKey {
 
 /** The outcome of a group's latest failure, shortened. */
 export interface FailureSample {
-  /** `HTTP 503`, `timeout after 10000 ms`, `ECONNREFUSED: …` */
+  /** `HTTP 503`, `timeout after 10 s`, `ECONNREFUSED: …` */
   readonly summary: string;
   /** The HTTP status, for a response. */
   readonly status: number | null;

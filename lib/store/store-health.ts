@@ -11,7 +11,7 @@
  *
  * Only `StoreError`s count: a conflict or a missing row is the store working.
  */
-import type { Clock } from '../clock.ts';
+import { durationText, type Clock } from '../clock.ts';
 import { ErrorCode, isHeraldError, ValidationError } from '../errors.ts';
 import type { Store } from './port.ts';
 
@@ -93,7 +93,7 @@ export class StoreHealth {
       return {
         available: false,
         since: oldest.since + this.#stallMs,
-        reason: `store call ${oldest.operation} has been waiting for ${now - oldest.since} ms`,
+        reason: `store call ${oldest.operation} has been waiting for ${durationText(now - oldest.since)}`,
       };
     }
     const failure = this.#lastFailure;

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resolveConfig } from '../../lib/config/config.ts';
 import { Herald } from '../../lib/herald.ts';
+import { ShortIds } from '../../lib/ids.ts';
 import { publish } from '../../lib/producer/sqlite-publish.ts';
 import { StatusServer } from '../../lib/api/status-server.ts';
 import { startSink, type SinkPhase } from './sink.ts';
@@ -78,8 +79,10 @@ const billing = await herald.createEndpoint({
 secrets.push(orders.secret, billing.secret);
 const names = new Map([[orders.endpoint.id, 'orders'], [billing.endpoint.id, 'billing']]);
 const nameOf = (id: string): string => names.get(id) ?? id;
+// Events by their random tails: their leading digits are the time, the same for every event of a second.
+const shortIds = new ShortIds();
 
-herald.events.on('attempt', (e) => say(`${nameOf(e.endpointId).padEnd(7)} attempt ${e.attempt} of ${e.eventId.slice(0, 12)}…  ${e.summary}`));
+herald.events.on('attempt', (e) => say(`${nameOf(e.endpointId).padEnd(7)} attempt ${e.attempt} of ${shortIds.of(e.eventId)}  ${e.summary}`));
 herald.events.on('breaker', (e) =>
   say(`${nameOf(e.endpointId).padEnd(7)} BREAKER ${e.state.toUpperCase()}${e.probeAt === null ? '' : `, one probe at +${((e.probeAt - t0) / 1000).toFixed(1)}s`}`),
 );
@@ -120,7 +123,7 @@ console.log('');
 say(`Done producing. Deliveries: ${JSON.stringify(counts)}`);
 say(`${dead.length} dead letter(s):`);
 for (const letter of dead.slice(0, 8)) {
-  console.log(`    ${letter.id}  ${nameOf(letter.endpointId)}  ${letter.eventType}  ${letter.attempts.length} attempt(s)  ${letter.reason}`);
+  console.log(`    ${letter.id}  ${shortIds.of(letter.eventId)}  ${nameOf(letter.endpointId)}  ${letter.eventType}  ${letter.attempts.length} attempt(s)  ${letter.reason}`);
 }
 if (dead[0] !== undefined) {
   console.log('');

@@ -132,7 +132,7 @@ describe('Readiness', function () {
       expect(slowest, 'slowest probe (ms)').to.be.below(500);
       expect(probes.filter((p) => p.path === '/healthz').every((p) => p.reply.status === 200)).to.equal(true);
       expect(unavailable?.json).to.deep.include({ status: 'not ready' });
-      expect(unavailable?.json.reason).to.match(/^store unavailable: store call \w+ has been waiting for \d+ ms$/);
+      expect(unavailable?.json.reason).to.match(/^store unavailable: store call \w+ has been waiting for (\d+ ms|\d+(\.\d)? s)$/);
       expect(statusWhileLocked?.status).to.equal(200);
       expect(statusWhileLocked?.json.store).to.include({ reachable: true, available: false });
       expect(publishReply.status).to.equal(503);

@@ -425,7 +425,7 @@ describe('herald ops commands (CLI against a running status port)', function () 
       expect(listed.json[0].triage).to.include({ state: 'acknowledged', note: 'consumer fixed; replay', by: 'alice' });
       expect(listed.json[0].ageMs).to.be.a('number');
       expect(ok(table).stdout).to.match(/^DIED\s+AGE\s+ID\s+STATE\s+BY\s+ENDPOINT/);
-      expect(table.stdout).to.match(new RegExp(`0 min\\s+${c}\\s+discarded\\s+bob\\s+`)).and.include('test traffic');
+      expect(table.stdout).to.match(new RegExp(`(?:\\d+ ms|\\d+(?:\\.\\d)? s)\\s+${c}\\s+discarded\\s+bob\\s+`)).and.include('test traffic');
       expect(ok(none).stdout).to.equal('No dead letters match.\n');
       expect(again.code).to.equal(1);
       expect(again.stderr).to.equal(`herald: skipped ${c}: discarded already\n`);

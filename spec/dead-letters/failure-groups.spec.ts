@@ -66,7 +66,7 @@ describe('failureSample', () => {
   it('keeps a response\'s status and the first bytes of its body, and an error\'s summary', () => {
     const long: Outcome = { kind: 'response', status: 503, location: null, retryAfter: null, body: 'x'.repeat(1_000) };
     expect(failureSample(long)).to.deep.equal({ summary: 'HTTP 503', status: 503, body: 'x'.repeat(SAMPLE_BODY_CHARS) });
-    expect(failureSample({ kind: 'timeout', timeoutMs: 5_000 })).to.deep.equal({ summary: 'timeout after 5000 ms', status: null, body: null });
+    expect(failureSample({ kind: 'timeout', timeoutMs: 5_000 })).to.deep.equal({ summary: 'timeout after 5 s', status: null, body: null });
   });
 });
 

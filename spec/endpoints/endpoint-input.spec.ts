@@ -37,6 +37,14 @@ describe('endpoint input', () => {
       });
     });
 
+    context('when timeoutMs is out of range', () => {
+      it('names the range in milliseconds and in human units, showing the value', () => {
+        const error = thrown(() => validateNewEndpoint({ tenantId: 'acme', url: 'https://hooks.example/in', timeoutMs: 31_000 }, DEFAULTS));
+        expect(error.field).to.equal('timeoutMs');
+        expect(error.rule).to.equal('must be an integer of milliseconds from 1000 (1 s) to 30000 (30 s) (got 31000)');
+      });
+    });
+
     context('when the url is acceptable', () => {
       it('keeps the normalised URL, not the raw string', () => {
         const fields = validateNewEndpoint({ tenantId: 'acme', url: 'HTTPS://Hooks.Example:443' }, DEFAULTS);

@@ -74,7 +74,11 @@ describe('Endpoint health (engine)', () => {
         if (attempt?.settlement.kind === 'retry') t.clock.advanceTo(attempt.settlement.nextAttemptAt);
       }
       await disabled;
+      expect((await attemptsSeen(t, 1))[0]?.summary).to.match(/^retry in ((4[789]|5\d) min( \d+ s)?|1 h( \d+ min)?): HTTP 500$/);
       expect(operational.map((e) => e.type)).to.deep.equal(['endpoint.failing', 'endpoint.disabled']);
+      // People read the durations in human units; machines read windowMs.
+      expect(operational[0]).to.include({ windowMs: 24 * HOUR, detail: 'more than 2 failures within 1 d; last: HTTP 500' });
+      expect(operational[1]?.detail).to.match(/^failing without a success since \d{4}-\d\d-\d\dT[\d:.]+Z \([23] h( \d+ min)?\); last: HTTP 500$/);
       expect((await t.herald.getEndpoint(endpoint.id)).status).to.equal('disabled');
 
       // Deliveries wait while it is disabled, new ones included.

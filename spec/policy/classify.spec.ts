@@ -33,7 +33,7 @@ describe('classify', () => {
     ['500', response(500), retry('HTTP 500')],
     ['502', response(502), retry('HTTP 502')],
     ['503 with Retry-After', response(503, { retryAfter: '30' }), retry('HTTP 503', 30_000)],
-    ['timeout', { kind: 'timeout', timeoutMs: 10_000 }, retry('timeout after 10000 ms')],
+    ['timeout', { kind: 'timeout', timeoutMs: 10_000 }, retry('timeout after 10 s')],
     ['ECONNREFUSED', { kind: 'network', code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 203.0.113.5:443' }, retry('ECONNREFUSED: connect ECONNREFUSED 203.0.113.5:443')],
     ['ECONNRESET', { kind: 'network', code: 'ECONNRESET', message: 'read ECONNRESET' }, retry('ECONNRESET: read ECONNRESET')],
     ['ENOTFOUND', { kind: 'network', code: 'ENOTFOUND', message: 'getaddrinfo ENOTFOUND hooks.example' }, retry('ENOTFOUND: getaddrinfo ENOTFOUND hooks.example')],
@@ -54,7 +54,7 @@ describe('describeOutcome', () => {
     expect(describeOutcome(response(503))).to.equal('HTTP 503');
     expect(describeOutcome(response(301, { location: 'https://x.example/' }))).to.equal('HTTP 301 → https://x.example/');
     expect(describeOutcome(response(302))).to.equal('HTTP 302');
-    expect(describeOutcome({ kind: 'timeout', timeoutMs: 10_000 })).to.equal('timeout after 10000 ms');
+    expect(describeOutcome({ kind: 'timeout', timeoutMs: 10_000 })).to.equal('timeout after 10 s');
     expect(describeOutcome({ kind: 'network', code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 1.2.3.4:80' }))
       .to.equal('ECONNREFUSED: connect ECONNREFUSED 1.2.3.4:80');
     expect(describeOutcome({ kind: 'blocked', address: '127.0.0.1', message: 'refused' })).to.equal('blocked: refused');

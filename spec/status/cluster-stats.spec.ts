@@ -118,12 +118,12 @@ describe('Cluster stats (GET /v1/stats)', () => {
     it("rates each endpoint's failures, takes the latest of its open groups, and leaves out endpoints without attempts", () => {
       const stats = clusterStatsOf(statsRange(T0), [totals('ep_a', 4, 1), totals('ep_b', 0, 0), totals('ep_c', 2, 2)], [
         group('ep_a', 'http-503', T0 - 5_000, 'HTTP 503'),
-        group('ep_a', 'timeout', T0 - 1_000, 'timeout after 10000 ms'),
+        group('ep_a', 'timeout', T0 - 1_000, 'timeout after 10 s'),
         group('ep_z', 'dns', T0, 'ENOTFOUND'),
       ]);
       expect(stats).to.deep.include({ scope: 'cluster', windowMs: HOUR });
       expect(stats.endpoints).to.deep.equal([
-        { endpointId: 'ep_a', attempts: 4, failures: 3, failureRate: 0.75, lastFailureAt: T0 - 1_000, lastError: 'timeout after 10000 ms' },
+        { endpointId: 'ep_a', attempts: 4, failures: 3, failureRate: 0.75, lastFailureAt: T0 - 1_000, lastError: 'timeout after 10 s' },
         { endpointId: 'ep_c', attempts: 2, failures: 0, failureRate: 0, lastFailureAt: null, lastError: null },
       ]);
     });

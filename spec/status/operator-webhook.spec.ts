@@ -14,7 +14,7 @@ import { sample, startStatus, type StatusFixture } from '../api/status-fixture.t
 
 const HOUR = 3_600_000;
 
-const EVENT: OperationalEvent = { type: 'endpoint.failing', endpointId: 'ep_1', tenantId: 'acme', at: 1_000, detail: 'more than 10 failures' };
+const EVENT = { type: 'endpoint.failing', endpointId: 'ep_1', tenantId: 'acme', at: 1_000, windowMs: HOUR, detail: 'more than 10 failures within 1 h' } satisfies OperationalEvent;
 
 /** Resolves at the webhook's next report of a finished send. */
 function nextSend(webhook: OperatorWebhook): Promise<void> {
@@ -88,7 +88,7 @@ describe('OperatorWebhook', () => {
       await sink.requests(1);
       const timedOut = once(webhook, 'retrying');
       clock.advance(1_000);
-      expect(((await timedOut) as [{ error: string }])[0].error).to.equal('timeout after 1000 ms');
+      expect(((await timedOut) as [{ error: string }])[0].error).to.equal('timeout after 1 s');
       const failed = once(webhook, 'failed');
       clock.advance(100);
       await failed;
@@ -341,7 +341,7 @@ describe('Operational events (engine → log, metrics, operator webhook)', () =>
       const warnings = logged.filter((l) => l.operational === 'deadletters.unreviewed');
       expect(warnings).to.have.length(1);
       expect(warnings[0]).to.include({ level: 40, count: 1, oldestAgeMs: limit + 1_000 });
-      expect(warnings[0]?.msg).to.equal('deadletters.unreviewed: 1 dead letter(s) wait for review; the oldest has waited 1 min (review within 1 min)');
+      expect(warnings[0]?.msg).to.equal('deadletters.unreviewed: 1 dead letter(s) wait for review; the oldest has waited 1 min 1 s (review within 1 min)');
 
       await t.herald.triageDeadLetter(letter?.id ?? '', 'discarded', { note: 'a test event', by: 'ops' });
       expect(await gauges(), 'no dead letter waits for review').to.deep.equal([0, 0]);

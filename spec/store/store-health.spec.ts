@@ -61,7 +61,7 @@ describe('StoreHealth', () => {
       expect(health.availability).to.deep.equal({
         available: false,
         since: clock.now(),
-        reason: 'store call heartbeat has been waiting for 2000 ms',
+        reason: 'store call heartbeat has been waiting for 2 s',
       });
       scripted.answer();
       await beat;

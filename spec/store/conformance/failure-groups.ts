@@ -100,7 +100,7 @@ export function describeFailureGroups(suite: ConformanceSuite): void {
             count: { retrying: 1, dead: 0, total: 1 },
             firstSeen: t0 + MINUTE,
             lastSeen: t0 + MINUTE,
-            sample: { summary: 'timeout after 10000 ms', status: null, body: null },
+            sample: { summary: 'timeout after 10 s', status: null, body: null },
           },
         ]);
       });

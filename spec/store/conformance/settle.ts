@@ -62,14 +62,14 @@ export function describeSettle(suite: ConformanceSuite): void {
         await lease();
         const [job] = await claim();
         await store.settle(
-          [{ kind: 'retry', deliveryId: delivery.id, epoch: job!.delivery.leaseEpoch, attempt: attempt(clock.now(), TIMEOUT, 'timeout after 10000 ms', 2), nextAttemptAt: clock.now() + MINUTE }],
+          [{ kind: 'retry', deliveryId: delivery.id, epoch: job!.delivery.leaseEpoch, attempt: attempt(clock.now(), TIMEOUT, 'timeout after 10 s', 2), nextAttemptAt: clock.now() + MINUTE }],
           clock.now(),
         );
         expect((await store.getEndpoint('ep_1'))?.failingSince).to.equal(firstFailure);
         const attempts = await store.listAttempts(delivery.id);
         expect(attempts.map((a) => [a.number, a.round, a.error])).to.deep.equal([
           [1, 0, 'HTTP 503'],
-          [2, 0, 'timeout after 10000 ms'],
+          [2, 0, 'timeout after 10 s'],
         ]);
         expect(attempts[1]!.outcome).to.deep.equal(TIMEOUT);
 

@@ -28,7 +28,7 @@ describe('MongoDB failure groups', () => {
           count: { retrying: 1_200, dead: 3, total: 1_203 },
           firstSeen: 5,
           lastSeen: 90,
-          sample: { summary: 'timeout after 10000 ms', status: null, body: null },
+          sample: { summary: 'timeout after 10 s', status: null, body: null },
         },
         {
           endpointId: 'ep_2',
