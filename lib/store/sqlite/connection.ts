@@ -15,7 +15,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type BetterSqlite3 from 'better-sqlite3';
-import type { Clock } from '../../clock.ts';
+import { durationText, type Clock } from '../../clock.ts';
 import { ClosedError, HeraldError, messageOf, StoreError } from '../../errors.ts';
 import { ClaimStatements } from './claims.ts';
 import { CommitGroup, type MemberOutcome } from './commit-group.ts';
@@ -161,7 +161,7 @@ export class SqliteConnection {
     } catch (error) {
       if (error instanceof HeraldError) throw error;
       if (error instanceof LockWaitTimeout) {
-        throw new StoreError(`sqlite: ${error.message} (busyTimeoutMs ${this.#busyTimeoutMs})`, { cause: error });
+        throw new StoreError(`sqlite: ${error.message} (busyTimeoutMs: ${durationText(this.#busyTimeoutMs)})`, { cause: error });
       }
       throw new StoreError(`sqlite: ${operation} failed: ${messageOf(error)}`, { cause: error });
     }

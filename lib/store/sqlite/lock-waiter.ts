@@ -22,7 +22,7 @@
  * SQLite reports busy before a statement or `BEGIN IMMEDIATE` has changed
  * anything, and each operation is at most one transaction.
  */
-import type { Clock, TimerHandle } from '../../clock.ts';
+import { durationText, type Clock, type TimerHandle } from '../../clock.ts';
 import { ClosedError } from '../../errors.ts';
 
 export interface LockWaiterOptions {
@@ -59,7 +59,7 @@ export class LockWaitTimeout extends Error {
   readonly waitedMs: number;
 
   constructor(operation: string, waitedMs: number) {
-    super(`${operation}: the database stayed locked by another connection for ${waitedMs} ms`);
+    super(`${operation}: the database stayed locked by another connection for ${durationText(waitedMs)}`);
     this.name = 'LockWaitTimeout';
     this.waitedMs = waitedMs;
   }
