@@ -36,8 +36,7 @@
  * carry its `origin` and are not signalled back to it.
  */
 import { hostname } from 'node:os';
-import { MongoClient, ObjectId } from 'mongodb';
-import type { ClientSession, Db, Document, Filter, TransactionOptions } from 'mongodb';
+import type { ClientSession, Db, Document, MongoClient, TransactionOptions } from 'mongodb';
 import type { Clock } from '../../clock.ts';
 import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, ReplayJobRecord, TenantToken } from '../../model.ts';
@@ -81,8 +80,9 @@ import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, resumeDeliv
 import { appendEvents, countUnfannedEvents, fanOutBatch, getEvent, recordFanOuts, unfannedEvents } from './fan-out.ts';
 import { acquireLeases, countOpenBySlot, getSlotWeights, heartbeat, listLeases, listNodes, putSlotWeights, releaseLeases, removeNode, serverTime } from './leases.ts';
 import { isDuplicateKeyError, isIncompatibleServerError, messageOf, MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
-import { parseMongoUri, redactMongoUri } from './mongo-uri.ts';
-import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './queries.ts';
+import { loadMongoDriver, newObjectId } from './driver.ts';
+import { EMBEDDED_MONGODB_SETTING, parseMongoUri, redactMongoUri } from './mongo-uri.ts';
+import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, staleResumeTokensFilter } from './queries.ts';
 import { ResumeTokenKeeper } from './resume-tokens.ts';
 import { purge, purgeDeliveryMinutes } from './retention.ts';
 import { addDeliveryMinutes, deliveryMinutes, deliveryTotals } from './delivery-minutes.ts';
@@ -238,8 +238,6 @@ export class MongoStore implements Store {
   #opening: Promise<OpenState> | undefined;
   #server: EmbeddedServer | undefined;
   #closed = false;
-  /** Marks what this store inserts (events, deliveries), so its own change feed skips it. */
-  readonly #origin = new ObjectId().toHexString();
   /** Claims that failed after their bulk write, given back before the next claim (`claims.ts`). */
   readonly #unsentClaims = new UnsentClaims();
 
@@ -415,7 +413,7 @@ export class MongoStore implements Store {
             }),
           tokens,
           clock: this.#clock,
-          origin: this.#origin,
+          origin: state.origin,
           onChange: () => {
             for (const l of [...this.#listeners]) l();
           },
@@ -765,6 +763,8 @@ export class MongoStore implements Store {
 
   async #open(): Promise<OpenState> {
     let uri = this.#uri;
+    // Before anything starts: without the driver there is nothing to connect with.
+    const driver = await loadMongoDriver({ key: 'store', value: uri === undefined ? EMBEDDED_MONGODB_SETTING : redactMongoUri(uri) });
     let client: MongoClient | undefined;
     try {
       if (this.#embedded !== undefined) {
@@ -773,7 +773,7 @@ export class MongoStore implements Store {
       }
       if (uri === undefined) throw new ValidationError('uri', 'is required');
       const info = parseMongoUri(uri);
-      client = new MongoClient(uri, {
+      client = new driver.MongoClient(uri, {
         writeConcern: { w: 'majority' },
         serverSelectionTimeoutMS: this.#serverSelectionTimeoutMs,
         appName: 'herald',
@@ -790,7 +790,8 @@ export class MongoStore implements Store {
       if (!check.ok) throw new StoreError(`mongodb: ${redactMongoUri(uri)}: ${check.problem}`);
       const db = client.db(this.#dbName ?? info.dbName);
       await ensureSchema(db, { retentionMs: this.#retentionMs });
-      return openState(client, db, check.support, this.#origin);
+      // Marks what this store inserts (events, deliveries), so its own change feed skips it.
+      return openState(client, db, check.support, newObjectId().toHexString());
     } catch (error) {
       await client?.close().catch(() => undefined);
       const server = this.#server;
@@ -857,11 +858,6 @@ async function runTransaction<T>(client: MongoClient, fn: (session: ClientSessio
   } finally {
     await session.endSession();
   }
-}
-
-/** The resume-token documents of other feeds not saved since `savedBefore`. */
-export function staleResumeTokensFilter(savedBefore: number, keep: string): Filter<MetaDoc> {
-  return { _id: { $regex: `^${MetaKeys.RESUME_TOKEN_PREFIX}`, $ne: keep }, savedAt: { $lt: savedBefore } };
 }
 
 function warnRestart(restart: ChangeFeedRestart): void {

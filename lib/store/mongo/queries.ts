@@ -15,7 +15,8 @@ import { listedStates, OPEN_TRIAGE_STATES, replayableStates, TRIAGE_STATES } fro
 import { failureKind } from '../../policy/failure-kind.ts';
 import type { DeliveryStatus, TriageState } from '../../model.ts';
 import type { AttemptRecord, ClaimRequest, DeadLetterFilter, DeliveryFilter, EndpointPatch, Settlement, TriageRequest } from '../port.ts';
-import type { DeadLetterDoc, DeliveryDoc, EndpointDoc, LeaseDoc } from './schema.ts';
+import { MetaKeys } from './schema.ts';
+import type { DeadLetterDoc, DeliveryDoc, EndpointDoc, LeaseDoc, MetaDoc } from './schema.ts';
 
 /** Listing limits: the port's default, and a cap so one request cannot read the whole collection. */
 export const DEFAULT_LIST_LIMIT = 100;
@@ -616,4 +617,9 @@ export function slotsToTake(
     if (lease.owner === owner) return false;
     return lease.owner === null || lease.until <= now;
   });
+}
+
+/** The resume-token documents of other feeds not saved since `savedBefore`. */
+export function staleResumeTokensFilter(savedBefore: number, keep: string): Filter<MetaDoc> {
+  return { _id: { $regex: `^${MetaKeys.RESUME_TOKEN_PREFIX}`, $ne: keep }, savedAt: { $lt: savedBefore } };
 }

@@ -24,8 +24,7 @@
  * this store's own connections (its `application_name`) are ignored.
  */
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { Clock } from '../../clock.ts';
 import { ClosedError, HeraldError, StoreError, ValidationError } from '../../errors.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, ReplayJobRecord, TenantToken } from '../../model.ts';
@@ -75,6 +74,7 @@ import { FanOutQueries } from './fan-out.ts';
 import { LeaseQueries } from './leases.ts';
 import { PURGE_CHUNK, RetentionQueries } from './retention.ts';
 import { DeliveryMinuteQueries } from './delivery-minutes.ts';
+import { loadPgDriver, type PgDriver } from './driver.ts';
 import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../../status/delivery-minutes.ts';
 import { DEFAULT_POSTGRES_SCHEMA, migratePostgresSchema, validSchemaName } from './schema.ts';
 import { SettleQueries } from './settle.ts';
@@ -119,6 +119,7 @@ const MAX_SLOT_COUNT = 65_536;
 const INT8_OID = 20;
 
 interface OpenState {
+  readonly pg: PgDriver;
   readonly pool: Pool;
   readonly sql: Sql;
 }
@@ -243,7 +244,7 @@ export class PostgresStore implements Store {
   }
 
   watch(listener: () => void): () => void {
-    this.#ready();
+    const { pg } = this.#ready();
     this.#listeners.add(listener);
     if (this.#signal === undefined) {
       const ownPrefix = `${this.#schema} `;
@@ -603,6 +604,7 @@ export class PostgresStore implements Store {
   }
 
   async #open(): Promise<OpenState> {
+    const pg = await loadPgDriver({ key: 'store', value: redactUri(this.#connectionString) });
     const pool = new pg.Pool({
       connectionString: this.#connectionString,
       max: this.#poolSize,
@@ -624,7 +626,7 @@ export class PostgresStore implements Store {
       if (error instanceof HeraldError) throw new StoreError(redactUri(error.message), { cause: error });
       throw error;
     }
-    return { pool, sql: sqlOn(pool) };
+    return { pg, pool, sql: sqlOn(pool) };
   }
 
   #ready(): OpenState {
@@ -646,7 +648,7 @@ export class PostgresStore implements Store {
   /** Runs `fn` in one transaction on one connection, rolled back if it throws. */
   async #transaction<T>(operation: string, fn: (tx: Sql) => Promise<T>): Promise<T> {
     const { pool } = this.#ready();
-    let client: pg.PoolClient;
+    let client: PoolClient;
     try {
       client = await pool.connect();
     } catch (error) {
