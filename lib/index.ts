@@ -5,8 +5,8 @@
 export { Herald, type ClusterNodeStatus, type DeadLetterView, type EndpointView, type HeraldDeps, type ReencryptOutcome, type StatusSnapshot } from './herald.ts';
 export { SecretBox, keyIdOf } from './signing/secret-box.ts';
 export { SecretKeyOrigin, type SecretKeys } from './signing/secret-key-source.ts';
-export { publish } from './producer/sqlite-publish.ts';
-export { publish as publishMongo, type MongoPublishOptions, type MongoOutbox } from './producer/mongo-publish.ts';
+export { publish, type SqliteConnection } from './producer/sqlite-publish.ts';
+export { publish as publishMongo, type MongoPublishOptions, type MongoOutbox, type MongoSession, type MongoDatabase, type MongoDatabaseClient } from './producer/mongo-publish.ts';
 export { publish as publishPg, type PostgresPublishOptions, type SqlRunner } from './producer/postgres-publish.ts';
 export { MongoStore, type MongoStoreOptions } from './store/mongo/mongo-store.ts';
 export type { ChangeFeedRestart, ChangeFeedRestartReason } from './store/mongo/change-feed.ts';
