@@ -55,8 +55,20 @@ export interface BreakerListener {
   onBreakerChange(state: BreakerState): void;
 }
 
-/** An opossum circuit around one attempt's send. */
-export type Circuit = CircuitBreaker<[() => Promise<Outcome>], Outcome>;
+/**
+ * An opossum circuit around one attempt's send: what the breaker uses of it. Written here rather
+ * than taken from `@types/opossum`, so that Herald's published declarations, which reach this
+ * module, need no type package of opossum.
+ */
+export interface Circuit {
+  fire(send: () => Promise<Outcome>): Promise<Outcome>;
+  readonly opened: boolean;
+  /** The rolling window, newest bucket first; the breaker adjusts the counts of its buckets. */
+  readonly status: { readonly window: { fires: number; failures: number }[] };
+  on(event: 'open', listener: () => void): unknown;
+  shutdown(): void;
+  close(): void;
+}
 
 /** What an endpoint's breaker needs of its family: one object shared by every breaker of the node. */
 export interface BreakerContext {

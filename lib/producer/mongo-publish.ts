@@ -11,20 +11,49 @@
  * own. The outbox collections must exist (Herald creates them and their
  * indexes at its first start): a transaction that writes across shards cannot
  * create a collection, and one created by an insert would have no indexes.
+ *
+ * The session, database and client are typed by Herald's own interfaces,
+ * which the driver's classes satisfy: Herald's declarations then compile in
+ * an application that has no `mongodb` installed (it is an optional peer
+ * dependency). The driver itself is loaded at the first publish.
  */
-import type { ClientSession, Db, MongoClient } from 'mongodb';
+import type { ClientSession, Db } from 'mongodb';
 import { systemClock } from '../clock.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
 import type { OutboxEvent } from '../model.ts';
 import { eventFromDoc, eventToDoc } from '../store/mongo/documents.ts';
+import { loadMongoDriver } from '../store/mongo/driver.ts';
 import { Collections } from '../store/mongo/schema.ts';
 import type { EndpointDoc, EventDoc } from '../store/mongo/schema.ts';
 import { outboxEventOf, validateEventInputs } from './validate-event.ts';
 import type { EventInput, ValidEventInput } from './validate-event.ts';
 
+/** What `publish` uses of the producer's session: the driver's `ClientSession` is one. */
+export interface MongoSession {
+  inTransaction(): boolean;
+  withTransaction<T>(fn: () => Promise<T>, options: MongoTransactionOptions): Promise<T>;
+}
+
+/** The options `publish` opens a transaction of its own with. */
+export interface MongoTransactionOptions {
+  readonly readConcern: { readonly level: 'snapshot' };
+  readonly writeConcern: { readonly w: 'majority' };
+  readonly readPreference: 'primary';
+}
+
+/** The database of the outbox: the driver's `Db` is one. */
+export interface MongoDatabase {
+  collection(name: string): object;
+}
+
+/** A client that opens the outbox's database by name: the driver's `MongoClient` is one. */
+export interface MongoDatabaseClient {
+  db(name: string): MongoDatabase;
+}
+
 /** Where the outbox is: the database, or a client and the database's name. */
-export type MongoOutbox = { readonly db: Db } | { readonly client: MongoClient; readonly dbName: string };
+export type MongoOutbox = { readonly db: MongoDatabase } | { readonly client: MongoDatabaseClient; readonly dbName: string };
 
 export type MongoPublishOptions = MongoOutbox & {
   /** @default systemClock */
@@ -56,7 +85,7 @@ const DEFAULTS = Object.freeze({
  * so `session.withTransaction` can retry the transaction.
  */
 export async function publish(
-  session: ClientSession,
+  session: MongoSession,
   input: EventInput | readonly EventInput[],
   options: MongoPublishOptions,
 ): Promise<OutboxEvent[]> {
@@ -65,18 +94,24 @@ export async function publish(
   const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes;
   // Validate everything first, so a bad input in a batch writes nothing.
   const valid = validateEventInputs(input, { maxPayloadBytes });
+  // The events' documents take an ObjectId of the driver (their order within a millisecond).
+  await loadMongoDriver({ key: 'publishMongo', value: 'a MongoDB outbox' });
+  // The values are the driver's own: Herald's interfaces above only say what is used of them.
+  const driverSession = session as unknown as ClientSession;
   const write = async (): Promise<OutboxEvent[]> => {
     const stored: OutboxEvent[] = [];
-    for (const event of valid) stored.push(await publishOne(db, session, event, clock));
+    for (const event of valid) stored.push(await publishOne(db, driverSession, event, clock));
     return stored;
   };
   if (session.inTransaction()) return write();
-  return session.withTransaction(write, {
-    readConcern: { level: 'snapshot' },
-    writeConcern: { w: 'majority' },
-    readPreference: 'primary',
-  });
+  return session.withTransaction(write, TRANSACTION);
 }
+
+const TRANSACTION = Object.freeze<MongoTransactionOptions>({
+  readConcern: { level: 'snapshot' },
+  writeConcern: { w: 'majority' },
+  readPreference: 'primary',
+});
 
 async function publishOne(db: Db, session: ClientSession, input: ValidEventInput, clock: Clock): Promise<OutboxEvent> {
   const events = db.collection<EventDoc>(Collections.EVENTS);
@@ -108,11 +143,11 @@ function outboxDb(options: MongoPublishOptions): Db {
   }
   if ('db' in options) {
     if (typeof options.db?.collection !== 'function') throw new ValidationError('db', 'must be a mongodb Db');
-    return options.db;
+    return options.db as Db;
   }
   if (typeof options.client?.db !== 'function') throw new ValidationError('client', 'must be a MongoClient');
   if (typeof options.dbName !== 'string' || options.dbName === '') {
     throw new ValidationError('dbName', `must name the database Herald uses (got ${JSON.stringify(options.dbName)})`);
   }
-  return options.client.db(options.dbName);
+  return options.client.db(options.dbName) as Db;
 }

@@ -19,6 +19,17 @@ import { ensureSchema } from '../store/sqlite/schema.ts';
 import { validateEventInputs } from './validate-event.ts';
 import type { EventInput, ValidEventInput } from './validate-event.ts';
 
+/**
+ * The producer's connection: a better-sqlite3 `Database`, named by what `publish` uses of it.
+ * Herald's own interface, so that its declarations need no `@types/better-sqlite3`.
+ */
+export interface SqliteConnection {
+  prepare(source: string): object;
+  transaction(fn: (...args: never[]) => unknown): object;
+  exec(source: string): object;
+  readonly inTransaction: boolean;
+}
+
 export interface PublishOptions {
   /** @default systemClock */
   readonly clock?: Clock;
@@ -64,10 +75,12 @@ const statements = new WeakMap<BetterSqlite3.Database, Statements>();
  * @throws ConflictError `HERALD_CONFLICT` when `id` is already used by another tenant's event.
  */
 export function publish(
-  db: BetterSqlite3.Database,
+  connection: SqliteConnection,
   input: EventInput | readonly EventInput[],
   options: PublishOptions = {},
 ): OutboxEvent[] {
+  // A better-sqlite3 Database: the interface above only says what is used of it.
+  const db = connection as BetterSqlite3.Database;
   const clock = options.clock ?? DEFAULTS.clock;
   const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes;
   // Validate everything first, so a bad input in a batch writes nothing.

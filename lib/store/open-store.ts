@@ -7,6 +7,9 @@
  *
  * The PostgreSQL and MongoDB adapters are imported only when named: a driver
  * costs memory that a process on SQLite has no use for (≈ 22 MB for MongoDB's).
+ * Their drivers are optional peer dependencies, loaded by the store's `init()`
+ * (`peer-package.ts`): one not installed fails there with a `ConfigError`
+ * naming it and `npm install <name>`.
  */
 import type { Clock } from '../clock.ts';
 import type { ChangeFeedRestart } from './mongo/change-feed.ts';

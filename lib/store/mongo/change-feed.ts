@@ -20,7 +20,6 @@
  * The stream is reached through {@link OpenStream}, which the driver's
  * `Db.watch()` satisfies, so this logic is tested against fakes.
  */
-import type { Document } from 'mongodb';
 import type { Clock, TimerHandle } from '../../clock.ts';
 import { isChangeStreamHistoryLost, isResumableChangeStreamError } from './mongo-errors.ts';
 import type { ResumeTokenKeeper } from './resume-tokens.ts';
@@ -33,11 +32,17 @@ export interface ChangeStreamLike {
   close(): Promise<void>;
 }
 
+/**
+ * An aggregation stage, or a part of one: the driver's `Document`, written here so that the
+ * declarations of the public `MongoStore` name no type of the driver.
+ */
+export type PipelineDocument = Record<string, unknown>;
+
 export interface OpenStreamOptions {
   /** Resume after this token; absent: start from now. */
   readonly resumeAfter?: unknown;
   /** The pipeline to filter with ({@link changeFeedPipeline}). */
-  readonly pipeline: Document[];
+  readonly pipeline: PipelineDocument[];
 }
 
 export type OpenStream = (options: OpenStreamOptions) => ChangeStreamLike;
@@ -109,9 +114,9 @@ export function restartDelay(consecutive: number, baseMs: number, maxMs: number)
  * of the writes, never reach the client. Only the fields the feed reads are
  * kept (the resume token `_id` always is).
  */
-export function changeFeedPipeline(slots: readonly number[] | undefined, origin?: string): Document[] {
-  const notOurs: Document = origin === undefined ? {} : { 'fullDocument.origin': { $ne: origin } };
-  const deliveryInsert: Document = { operationType: 'insert', 'ns.coll': Collections.DELIVERIES, ...notOurs };
+export function changeFeedPipeline(slots: readonly number[] | undefined, origin?: string): PipelineDocument[] {
+  const notOurs: PipelineDocument = origin === undefined ? {} : { 'fullDocument.origin': { $ne: origin } };
+  const deliveryInsert: PipelineDocument = { operationType: 'insert', 'ns.coll': Collections.DELIVERIES, ...notOurs };
   if (slots !== undefined) deliveryInsert['fullDocument.slot'] = { $in: [...slots] };
   return [
     {

@@ -16,13 +16,13 @@
  * than any request timeout, and giving it back at the same epoch would let
  * it be sent twice.
  */
-import { ObjectId } from 'mongodb';
-import type { AnyBulkWriteOperation } from 'mongodb';
+import type { AnyBulkWriteOperation, ObjectId } from 'mongodb';
 import { slotOf } from '../../ids.ts';
 import type { DeliveryJob } from '../../model.ts';
 import type { ClaimRequest, EndpointClaimRequest } from '../port.ts';
 import type { StoreDb } from './collections.ts';
 import { deliveryFromDoc, eventFromDoc } from './documents.ts';
+import { newObjectId } from './driver.ts';
 import {
   claimableHeads,
   contributingEndpoints,
@@ -346,7 +346,7 @@ async function claimCandidates(
   // The claimed documents no longer show it: what was in flight is known from the candidates.
   const takenOver = new Set(candidates.filter((c) => c.resumed === true).map((c) => c._id));
   const bySlot = new Map(owned.map((o) => [o.slot, o]));
-  const claimId = new ObjectId();
+  const claimId = newObjectId();
   const ops: AnyBulkWriteOperation<DeliveryDoc>[] = [];
   const used = new Map<number, OwnedSlot>();
   for (const candidate of candidates) {

@@ -8,13 +8,13 @@
  *
  * An `open()` that fails leaves the connection as it was: the next one tries again.
  */
-import { MongoClient } from 'mongodb';
-import type { ClientSession, Db, TransactionOptions } from 'mongodb';
+import type { ClientSession, Db, MongoClient, TransactionOptions } from 'mongodb';
 import { ClosedError, HeraldError, messageOf, StoreError, ValidationError } from '../../errors.ts';
 import type { StoreDb } from './collections.ts';
+import { loadMongoDriver } from './driver.ts';
 import type { EmbeddedServer, StartEmbeddedServer } from './embedded-server.ts';
 import { isIncompatibleServerError, MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
-import { parseMongoUri, redactMongoUri } from './mongo-uri.ts';
+import { EMBEDDED_MONGODB_SETTING, parseMongoUri, redactMongoUri } from './mongo-uri.ts';
 import { Collections, ensureSchema } from './schema.ts';
 import type {
   AttemptDoc,
@@ -134,6 +134,8 @@ export class MongoConnection {
     const options = this.#options;
     let uri = options.uri;
     let client: MongoClient | undefined;
+    // Before anything starts: without the driver there is nothing to connect with.
+    const driver = await loadMongoDriver({ key: 'store', value: uri === undefined ? EMBEDDED_MONGODB_SETTING : redactMongoUri(uri) });
     try {
       if (options.embedded !== undefined) {
         this.#server = await options.embedded();
@@ -141,7 +143,7 @@ export class MongoConnection {
       }
       if (uri === undefined) throw new ValidationError('uri', 'is required');
       const info = parseMongoUri(uri);
-      client = new MongoClient(uri, {
+      client = new driver.MongoClient(uri, {
         writeConcern: { w: 'majority' },
         serverSelectionTimeoutMS: options.serverSelectionTimeoutMs,
         appName: 'herald',

@@ -3,10 +3,11 @@
  * document read back gives exactly the value written (nulls included) and no
  * driver field (`_id`, `ord`, `at`, `claimId`, …) leaks into the model.
  */
-import { ObjectId } from 'mongodb';
+import type { ObjectId } from 'mongodb';
 import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Triage } from '../../model.ts';
 import { EndpointOrdering, EndpointStatus } from '../../model.ts';
 import type { AttemptRecord, NewDelivery, NodeRecord, SlotLease } from '../port.ts';
+import { newObjectId } from './driver.ts';
 import { legacyTriage, type AttemptDoc, type DeadLetterDoc, type DeliveryDoc, type EndpointDoc, type EventDoc, type LeaseDoc, type NodeDoc } from './schema.ts';
 
 export function endpointToDoc(endpoint: Endpoint): EndpointDoc {
@@ -63,7 +64,7 @@ export function endpointFromDoc(doc: EndpointDoc): Endpoint {
 }
 
 /** A new outbox document; `ord` defaults to a fresh ObjectId (insertion order within this process). */
-export function eventToDoc(event: OutboxEvent, ord: ObjectId = new ObjectId()): EventDoc {
+export function eventToDoc(event: OutboxEvent, ord: ObjectId = newObjectId()): EventDoc {
   return {
     _id: event.id,
     tenantId: event.tenantId,

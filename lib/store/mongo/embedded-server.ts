@@ -7,8 +7,13 @@
  * already in mongodb-memory-server's cache (`~/.cache/mongodb-binaries`), or
  * a download, which many networks block. When none can be had, the start fails
  * with a `StoreError` saying so and what to set.
+ *
+ * mongodb-memory-server-core is an optional peer dependency, like the driver:
+ * imported at the start, never when Herald is imported.
  */
 import { messageOf, StoreError } from '../../errors.ts';
+import { importPeer } from '../peer-package.ts';
+import { EMBEDDED_MONGODB_SETTING } from './mongo-uri.ts';
 
 /** A running server the store owns: it stops it on `close()`. */
 export interface EmbeddedServer {
@@ -24,13 +29,19 @@ export const NO_MONGOD_ADVICE =
   'set MONGOMS_SYSTEM_BINARY to the path of a mongod binary (MongoDB 4.4 or newer), ' +
   'or let mongodb-memory-server download one (it needs access to fastdl.mongodb.org)';
 
+const MEMORY_SERVER_PACKAGE = Object.freeze({
+  name: 'mongodb-memory-server-core',
+  load: () => import('mongodb-memory-server-core'),
+});
+
 /**
  * Starts a single-node replica set on 127.0.0.1 (a free port), WiredTiger
  * storage (transactions need it).
+ * @throws ConfigError (`HERALD_INVALID_CONFIG`) when mongodb-memory-server-core is not installed.
  * @throws StoreError (`HERALD_STORE`) when no mongod can be obtained or started, saying why.
  */
 export async function startEmbeddedReplicaSet(): Promise<EmbeddedServer> {
-  const { MongoBinary, MongoMemoryReplSet } = await import('mongodb-memory-server-core');
+  const { MongoBinary, MongoMemoryReplSet } = await importPeer(MEMORY_SERVER_PACKAGE, { key: 'store', value: EMBEDDED_MONGODB_SETTING });
   try {
     // Find (or download) the binary first: a failure here is quiet, where one inside
     // create() prints the library's own stack traces before ours.

@@ -1,8 +1,9 @@
 /**
  * Predicates over the driver's errors. Branch on error classes, server codes
- * and labels, never on message text.
+ * and labels, never on message text. The classes are the loaded driver's
+ * (`driver.ts`): an error of the driver reaches Herald only once it is loaded.
  */
-import { MongoBulkWriteError, MongoCompatibilityError, MongoError, MongoErrorLabel, MongoNetworkError, MongoServerSelectionError } from 'mongodb';
+import { mongoDriver } from './driver.ts';
 
 /** The server error codes Herald cares about (the driver does not export its table). */
 export const MongoErrorCode = {
@@ -22,7 +23,7 @@ export const MongoErrorCode = {
 
 /** The numeric code of a server error, if it is one. */
 export function serverErrorCode(error: unknown): number | undefined {
-  if (!(error instanceof MongoError)) return undefined;
+  if (!(error instanceof mongoDriver().MongoError)) return undefined;
   return typeof error.code === 'number' ? error.code : undefined;
 }
 
@@ -38,6 +39,7 @@ export function serverErrorCode(error: unknown): number | undefined {
  * stream closed by the application.
  */
 export function isResumableChangeStreamError(error: unknown): boolean {
+  const { MongoError, MongoErrorLabel, MongoNetworkError, MongoServerSelectionError } = mongoDriver();
   if (!(error instanceof MongoError)) return false;
   if (isChangeStreamHistoryLost(error)) return false;
   if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) return true;
@@ -58,6 +60,7 @@ export function isChangeStreamHistoryLost(error: unknown): boolean {
  * out after a server it saw was refused so (one such server makes the driver refuse the deployment).
  */
 export function isIncompatibleServerError(error: unknown): boolean {
+  const { MongoCompatibilityError, MongoServerSelectionError } = mongoDriver();
   if (error instanceof MongoCompatibilityError) return true;
   if (!(error instanceof MongoServerSelectionError)) return false;
   if (error.cause instanceof MongoCompatibilityError) return true;
@@ -76,7 +79,7 @@ export function isDuplicateKeyError(error: unknown): boolean {
  * that lost to an existing document): true. Any other failure: false.
  */
 export function onlyDuplicateKeys(error: unknown): boolean {
-  if (!(error instanceof MongoBulkWriteError)) return isDuplicateKeyError(error);
+  if (!(error instanceof mongoDriver().MongoBulkWriteError)) return isDuplicateKeyError(error);
   if (error.result.getWriteConcernError() !== undefined) return false;
   const writeErrors = error.result.getWriteErrors();
   return writeErrors.length > 0 && writeErrors.every((e) => e.code === MongoErrorCode.DUPLICATE_KEY);

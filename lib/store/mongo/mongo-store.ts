@@ -36,7 +36,7 @@
  * {@link MongoStore.setOwnedSlots}. Events and deliveries this store inserts
  * carry its `origin` and are not signalled back to it.
  */
-import { ObjectId } from 'mongodb';
+import { randomBytes } from 'node:crypto';
 import type { Clock } from '../../clock.ts';
 import { ValidationError } from '../../errors.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, ReplayJobRecord, TenantToken } from '../../model.ts';
@@ -137,7 +137,7 @@ export class MongoStore implements Store {
   /** Fixed by the first `init()` on this data; deliveries' slots are derived from it. */
   #slotCount = 0;
   /** Marks what this store inserts (events, deliveries), so its own change feed skips it. */
-  readonly #origin = new ObjectId().toHexString();
+  readonly #origin = randomBytes(12).toString('hex');
   /** Claims that failed after their bulk write, given back before the next claim (`claims.ts`). */
   readonly #unsentClaims = new UnsentClaims();
   readonly #signal: MongoWorkSignal;

@@ -10,7 +10,9 @@
  * driver refuses it during its handshake, and the store turns that refusal
  * into {@link tooOldProblem} (`isIncompatibleServerError` in `mongo-errors.ts`).
  */
-import type { Document } from 'mongodb';
+
+/** A server's reply to a command: the driver's `Document`, its fields read with a type check each. */
+export type CommandReply = Readonly<Record<string, unknown>>;
 
 /** MongoDB 4.4: the oldest server the driver (v7) connects to, and so the oldest Herald supports. */
 export const MIN_WIRE_VERSION = 9;
@@ -18,9 +20,9 @@ export const MIN_SERVER_VERSION = '4.4';
 
 export interface ServerFacts {
   /** The `hello` (or legacy `isMaster`) reply. */
-  readonly hello: Document;
+  readonly hello: CommandReply;
   /** The `buildInfo` reply, for the version in messages. */
-  readonly buildInfo?: Document;
+  readonly buildInfo?: CommandReply;
 }
 
 export interface ServerSupport {

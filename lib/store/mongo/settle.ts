@@ -3,13 +3,13 @@
  * is current, with its attempt, its endpoint's failing-since mark and its
  * dead letter, a batch in one transaction of a few round trips.
  */
-import { ObjectId } from 'mongodb';
 import type { AnyBulkWriteOperation } from 'mongodb';
 import { StoreError } from '../../errors.ts';
 import { failureKind } from '../../policy/failure-kind.ts';
 import type { SettleResult, Settlement } from '../port.ts';
 import type { StoreDb } from './collections.ts';
 import { attemptToDoc } from './documents.ts';
+import { newObjectId } from './driver.ts';
 import {
   applyUpdate,
   CLEAR_FAILING_UPDATE,
@@ -77,7 +77,7 @@ export async function settle(db: StoreDb, settlements: readonly Settlement[], no
           createdAt: now,
           replayedAt: null,
           triage: { state: 'new', note: null, by: null, at: now },
-          ord: new ObjectId(),
+          ord: newObjectId(),
           at: new Date(now),
         };
       });

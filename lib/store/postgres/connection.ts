@@ -5,10 +5,10 @@
  *
  *   created ──open()──► open ──close()──► closed
  */
-import pg from 'pg';
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import { ClosedError, HeraldError, messageOf, StoreError } from '../../errors.ts';
 import { redactUri } from '../store-setting.ts';
+import { loadPgDriver, type PgDriver } from './driver.ts';
 import { migratePostgresSchema } from './schema.ts';
 import { sqlOn, type Sql } from './sql.ts';
 
@@ -26,6 +26,8 @@ export interface PostgresConnectionOptions {
 const INT8_OID = 20;
 
 interface OpenState {
+  /** node-postgres, loaded when the store opens (an optional peer dependency). */
+  readonly pg: PgDriver;
   readonly pool: Pool;
   readonly sql: Sql;
 }
@@ -86,7 +88,7 @@ export class PostgresConnection {
   /** Runs `fn` in one transaction on one connection, rolled back if it throws. */
   async transaction<T>(operation: string, fn: (tx: Sql) => Promise<T>): Promise<T> {
     const { pool } = this.ready();
-    let client: pg.PoolClient;
+    let client: PoolClient;
     try {
       client = await pool.connect();
     } catch (error) {
@@ -111,6 +113,7 @@ export class PostgresConnection {
 
   async #open(): Promise<OpenState> {
     const options = this.#options;
+    const pg = await loadPgDriver({ key: 'store', value: redactUri(options.connectionString) });
     const pool = new pg.Pool({
       connectionString: options.connectionString,
       max: options.poolSize,
@@ -132,7 +135,7 @@ export class PostgresConnection {
       if (error instanceof HeraldError) throw new StoreError(redactUri(error.message), { cause: error });
       throw error;
     }
-    return { pool, sql: sqlOn(pool) };
+    return { pg, pool, sql: sqlOn(pool) };
   }
 
   #storeError(operation: string, error: unknown): HeraldError {

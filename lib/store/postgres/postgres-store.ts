@@ -25,7 +25,6 @@
  * this store's own connections (its `application_name`) are ignored.
  */
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import type { Clock } from '../../clock.ts';
 import { ValidationError } from '../../errors.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, ReplayJobRecord, TenantToken } from '../../model.ts';
@@ -183,7 +182,7 @@ export class PostgresStore implements Store {
   }
 
   watch(listener: () => void): () => void {
-    this.#connection.ready();
+    const { pg } = this.#connection.ready();
     this.#listeners.add(listener);
     if (this.#signal === undefined) {
       const ownPrefix = `${this.#schema} `;

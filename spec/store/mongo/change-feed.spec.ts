@@ -10,6 +10,7 @@ import {
 import type { ChangeFeedRestart, ChangeStreamLike, OpenStreamOptions } from '../../../lib/store/mongo/change-feed.ts';
 import { ResumeTokenKeeper } from '../../../lib/store/mongo/resume-tokens.ts';
 import type { TokenDocuments } from '../../../lib/store/mongo/resume-tokens.ts';
+import { loadMongoDriver } from '../../../lib/store/mongo/driver.ts';
 
 /** Lets every pending promise callback run (no timers involved). */
 async function flush(): Promise<void> {
@@ -94,6 +95,9 @@ function historyLost(): MongoServerError {
 }
 
 describe('ChangeFeed', () => {
+  // The adapter takes the driver's classes from the loaded driver, as after MongoStore.init().
+  before(() => loadMongoDriver({ key: 'store', value: 'mongodb://spec' }));
+
   let clock: ManualClock;
   let tokens: MemoryTokens;
   let opened: OpenStreamOptions[];
@@ -375,6 +379,9 @@ describe('ChangeFeed', () => {
 });
 
 describe('classifyChangeFeedError', () => {
+  // The adapter takes the driver's classes from the loaded driver, as after MongoStore.init().
+  before(() => loadMongoDriver({ key: 'store', value: 'mongodb://spec' }));
+
   it('tells lost history, resumable errors and the rest apart', () => {
     expect(classifyChangeFeedError(historyLost())).to.equal('history-lost');
     // 280 (ChangeStreamFatal) meant lost history only on MongoDB 4.0; on 4.4+ it is any other fatal error.

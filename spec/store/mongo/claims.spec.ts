@@ -19,6 +19,7 @@ import {
 import { LINE_HEAD_PROJECTION, LINE_ORDER, lineHeadFilter, pendingLinesPipeline } from '../../../lib/store/mongo/line-heads.ts';
 import type { DeliveryDoc, EventDoc } from '../../../lib/store/mongo/schema.ts';
 import type { ClaimRequest } from '../../../lib/store/port.ts';
+import { loadMongoDriver } from '../../../lib/store/mongo/driver.ts';
 import { fakeDb } from './fake-db.ts';
 import type { FakeDb } from './fake-db.ts';
 
@@ -71,6 +72,9 @@ function stampedClaimId(fake: FakeDb): ObjectId {
 }
 
 describe('MongoDB claims', () => {
+  // The adapter takes the driver's classes from the loaded driver, as after MongoStore.init().
+  before(() => loadMongoDriver({ key: 'store', value: 'mongodb://spec' }));
+
   context('when a claim succeeds', () => {
     it('reads back only what is still in flight under its claim, and hands it out with its events', async () => {
       const fake = world();

@@ -15,11 +15,15 @@ import {
   nodeFromDoc,
   triageFromDoc,
 } from '../../../lib/store/mongo/documents.ts';
+import { loadMongoDriver } from '../../../lib/store/mongo/driver.ts';
 import { legacyTriage } from '../../../lib/store/mongo/schema.ts';
 
 const NOW = Date.UTC(2026, 0, 1);
 
 describe('MongoDB documents', () => {
+  // A new event's `ord` is an ObjectId of the loaded driver, as after MongoStore.init().
+  before(() => loadMongoDriver({ key: 'store', value: 'mongodb://spec' }));
+
   it('maps an endpoint to a document and back exactly, nulls and nested values included', () => {
     const endpoint: Endpoint = {
       id: 'ep_1', tenantId: 'acme', url: 'https://x.example/h', description: 'd', eventTypes: ['invoice.*'],

@@ -2,11 +2,15 @@ import { expect } from 'chai';
 import { appendEvents, fanOutBatch, recordFanOuts } from '../../../lib/store/mongo/fan-out.ts';
 import { lineHeadFilter } from '../../../lib/store/mongo/line-heads.ts';
 import { staleResumeTokensFilter } from '../../../lib/store/mongo/work-signal.ts';
+import { loadMongoDriver } from '../../../lib/store/mongo/driver.ts';
 import { fakeDb } from './fake-db.ts';
 
 const NOW = 1_000_000;
 
 describe('MongoDB outbox and fan-out', () => {
+  // The adapter takes the driver's classes from the loaded driver, as after MongoStore.init().
+  before(() => loadMongoDriver({ key: 'store', value: 'mongodb://spec' }));
+
   context('when this store inserts events and deliveries', () => {
     it('marks them with its origin, which its own change feed leaves out', async () => {
       const fake = fakeDb('store-a');

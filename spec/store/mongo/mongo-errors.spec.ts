@@ -8,10 +8,14 @@ import {
   onlyDuplicateKeys,
   serverErrorCode,
 } from '../../../lib/store/mongo/mongo-errors.ts';
+import { loadMongoDriver } from '../../../lib/store/mongo/driver.ts';
 
 const server = (code: number, errorLabels: string[] = []) => new MongoServerError({ message: `error ${code}`, code, errorLabels });
 
 describe('MongoDB error predicates', () => {
+  // The adapter takes the driver's classes from the loaded driver, as after MongoStore.init().
+  before(() => loadMongoDriver({ key: 'store', value: 'mongodb://spec' }));
+
   describe('isResumableChangeStreamError', () => {
     it('is true for network errors, labelled errors and CursorNotFound', () => {
       expect(isResumableChangeStreamError(new MongoNetworkError('reset'))).to.equal(true);

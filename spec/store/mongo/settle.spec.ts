@@ -4,6 +4,7 @@ import { planSettle, settle } from '../../../lib/store/mongo/settle.ts';
 import { settleFilter, settleUpdate } from '../../../lib/store/mongo/queries.ts';
 import type { DeliveryDoc, LeaseDoc } from '../../../lib/store/mongo/schema.ts';
 import type { Settlement } from '../../../lib/store/port.ts';
+import { loadMongoDriver } from '../../../lib/store/mongo/driver.ts';
 import { FAKE_SESSION, fakeDb } from './fake-db.ts';
 
 const NOW = 1_000_000;
@@ -47,6 +48,9 @@ function batch(n: number): { settlements: Settlement[]; docs: DeliveryDoc[] } {
 }
 
 describe('MongoDB settle', () => {
+  // The adapter takes the driver's classes from the loaded driver, as after MongoStore.init().
+  before(() => loadMongoDriver({ key: 'store', value: 'mongodb://spec' }));
+
   context('when a batch of 256 settlements of every kind is written', () => {
     it('takes a fixed number of round trips in one transaction, not a few per settlement', async () => {
       const { settlements, docs } = batch(256);
