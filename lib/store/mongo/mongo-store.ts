@@ -96,7 +96,8 @@ import {
 } from './replay-jobs.ts';
 import { createTenantToken, deleteTenantToken, getTenantToken, listTenantTokens } from './tenant-tokens.ts';
 import { settle } from './settle.ts';
-import { MongoWorkSignal, type MongoWorkSignalOptions } from './work-signal.ts';
+import { MongoWorkSignal } from './work-signal.ts';
+import type { MongoWorkSignalOptions } from './work-signal-options.ts';
 
 const MINUTE = 60 * 1_000;
 const DAY = 24 * 60 * MINUTE;
