@@ -351,7 +351,7 @@ describe('the npm package', function () {
     return stdout;
   }
 
-  it('holds the compiled build in both formats, the default configuration and the bin; no sources, specs or scripts', () => {
+  it('holds the compiled build in both formats, the default configuration, the bin, the README and the manual its links reach; no sources, specs or scripts', () => {
     const paths = packed.files.map((file) => file.path);
     expect(paths).to.include.members([
       'dist/index.js',
@@ -364,9 +364,11 @@ describe('the npm package', function () {
       'config/default.json',
       'scripts/bin/herald.mjs',
       'README.md',
+      'docs/CONFIGURATION.md',
+      'docs/DELIVERY.md',
       'package.json',
     ]);
-    expect(paths.filter((path) => !/^(dist\/|config\/default\.json$|scripts\/bin\/herald\.mjs$|README\.md$|package\.json$)/.test(path))).to.deep.equal([]);
+    expect(paths.filter((path) => !/^(dist\/|config\/default\.json$|scripts\/bin\/herald\.mjs$|README\.md$|CONTRIBUTING\.md$|docs\/[A-Z-]+\.md$|package\.json$)/.test(path))).to.deep.equal([]);
     expect(paths.filter((path) => path.endsWith('.ts') && !path.endsWith('.d.ts'))).to.deep.equal([]);
   });
 
