@@ -15,6 +15,7 @@ import { RETRY_PRESETS } from '../policy/retry-schedule.ts';
 import type { SecretKeySettings } from '../signing/secret-key-source.ts';
 import { decodeSecretKey, SECRET_KEY_RULE } from '../signing/secret-key-text.ts';
 import { isPostgresSetting, redactUri, STORE_RULE } from '../store/store-setting.ts';
+import { MAX_SLOT_COUNT } from '../store/slot-count.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -177,7 +178,7 @@ const NUMBER_RULES: Readonly<Record<string, Rule>> = {
   'health.failingWindowMs': { min: SECOND, max: 30 * DAY },
   'signing.rotationOverlapMs': { min: 0, max: 30 * DAY },
   'signing.threads': { min: 1, max: 64 },
-  'engine.slotCount': { min: 1, max: 65_536 },
+  'engine.slotCount': { min: 1, max: MAX_SLOT_COUNT },
   'engine.sweepIntervalMs': { min: 10, max: 60 * SECOND },
   'engine.pollIntervalMs': { min: 5, max: 60 * SECOND },
   'engine.endpointSyncIntervalMs': { min: 10, max: 60 * SECOND },

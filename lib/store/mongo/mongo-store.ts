@@ -78,7 +78,7 @@ import { createEndpoint, deleteEndpoint, getEndpoint, listEndpoints, resumeDeliv
 import { appendEvents, countUnfannedEvents, fanOutBatch, getEvent, recordFanOuts, unfannedEvents } from './fan-out.ts';
 import { acquireLeases, countOpenBySlot, fixSlotCount, getSlotWeights, heartbeat, listLeases, listNodes, putSlotWeights, releaseLeases, removeNode, serverTime } from './leases.ts';
 import { parseMongoUri } from './mongo-uri.ts';
-import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './queries.ts';
+import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from '../list-limit.ts';
 import { purge, purgeDeliveryMinutes } from './retention.ts';
 import { addDeliveryMinutes, deliveryMinutes, deliveryTotals } from './delivery-minutes.ts';
 import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../delivery-minutes.ts';

@@ -16,9 +16,6 @@ import type { DeliveryStatus } from '../../model.ts';
 import type { AttemptRecord, ClaimRequest, DeliveryFilter, EndpointPatch, Settlement } from '../port.ts';
 import type { DeliveryDoc, EndpointDoc, LeaseDoc } from './schema.ts';
 
-/** Listing limits: the port's default, and a cap so one request cannot read the whole collection. */
-export const DEFAULT_LIST_LIMIT = 100;
-export const MAX_LIST_LIMIT = 1_000;
 
 /** A slot the claimer holds, with the lease epoch its claims carry. */
 export interface OwnedSlot {
@@ -429,10 +426,6 @@ export function applyUpdate<T extends object>(doc: T, update: UpdateFilter<T>): 
   return next as T;
 }
 
-export function clampLimit(limit: number, max: number): number {
-  if (!Number.isFinite(limit)) return max;
-  return Math.min(Math.max(0, Math.floor(limit)), max);
-}
 
 /** Binary order of ids, as MongoDB's simple collation compares them (ids are ASCII). */
 export function compareText(a: string, b: string): number {

@@ -7,7 +7,8 @@
 import { listedStates, OPEN_TRIAGE_STATES, replayableStates, TRIAGE_STATES, triageOutcome, type TriageOutcome } from '../triage.ts';
 import type { DeadLetter, TriageState } from '../../model.ts';
 import type { DeadLetterFilter, ReplayableDeadLetter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
-import { clampLimit, Conditions, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './delivery-log.ts';
+import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from '../list-limit.ts';
+import { Conditions } from './delivery-log.ts';
 import { deadLetterFromRow, type AttemptRow, type DeadLetterRow } from '../sql-rows.ts';
 import type { Sql } from './sql.ts';
 import { workNotice } from './work-notice.ts';

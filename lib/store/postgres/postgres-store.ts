@@ -60,7 +60,7 @@ import { replayFailureGroupInChunks, replayInChunks, type ReplaySelection } from
 import { checkSlotCount } from '../slot-count.ts';
 import { PostgresConnection } from './connection.ts';
 import { REPLAY_CHUNK } from './dead-letters.ts';
-import { clampLimit, MAX_LIST_LIMIT } from './delivery-log.ts';
+import { clampLimit, MAX_LIST_LIMIT } from '../list-limit.ts';
 import { PURGE_CHUNK } from './retention.ts';
 import { queriesFor, type PostgresQueries } from './queries.ts';
 import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../delivery-minutes.ts';

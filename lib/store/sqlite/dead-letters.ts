@@ -8,7 +8,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { listedStates, replayableStates, TRIAGE_STATES, triageOutcome, type TriageOutcome } from '../triage.ts';
 import type { DeadLetter, TriageState } from '../../model.ts';
 import type { DeadLetterFilter, ReplayableDeadLetter, TriageRequest, UnreviewedDeadLetters } from '../port.ts';
-import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from './delivery-log.ts';
+import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from '../list-limit.ts';
 import { deadLetterFromRow, type AttemptRow, type DeadLetterRow } from '../sql-rows.ts';
 import { whereClause, type DynamicStatements, type Params, type Statement } from './sql.ts';
 

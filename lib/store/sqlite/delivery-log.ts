@@ -8,10 +8,8 @@ import { DeliveryStatus as Status } from '../../model.ts';
 import type { DeliveryFilter } from '../port.ts';
 import { attemptFromRow, deliveryFromRow, type AttemptRow, type DeliveryRow } from '../sql-rows.ts';
 import { whereClause, type DynamicStatements, type Params, type Statement } from './sql.ts';
+import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from '../list-limit.ts';
 
-/** Listing limits: the port's default, and a cap so one request cannot read the whole table. */
-export const DEFAULT_LIST_LIMIT = 100;
-export const MAX_LIST_LIMIT = 1_000;
 
 export class DeliveryLogStatements {
   readonly #dynamic: DynamicStatements;
@@ -88,7 +86,3 @@ export class DeliveryLogStatements {
   }
 }
 
-export function clampLimit(limit: number, max: number): number {
-  if (!Number.isFinite(limit)) return max;
-  return Math.min(Math.max(0, Math.floor(limit)), max);
-}

@@ -60,7 +60,7 @@ import { checkSlotCount } from '../slot-count.ts';
 import type { DeadLetterRow } from '../sql-rows.ts';
 import { SqliteConnection, type OpenState } from './connection.ts';
 import { REPLAY_CHUNK } from './dead-letters.ts';
-import { clampLimit, MAX_LIST_LIMIT } from './delivery-log.ts';
+import { clampLimit, MAX_LIST_LIMIT } from '../list-limit.ts';
 import type { LockAccess } from './lock-waiter.ts';
 import { PURGE_CHUNK } from './retention.ts';
 import { pollDataVersion } from './work-signal.ts';

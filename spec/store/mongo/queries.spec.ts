@@ -29,7 +29,6 @@ import {
   claimableFilter,
   claimOneFilter,
   claimUpdate,
-  clampLimit,
   countsByStatus,
   DELIVERY_LIST_SORT,
   deliveryListFilter,
@@ -56,6 +55,7 @@ import {
   takeLeaseUpdate,
   unfinishedDeliveriesFilter,
 } from '../../../lib/store/mongo/queries.ts';
+import { clampLimit } from '../../../lib/store/list-limit.ts';
 import type { ClaimCandidate } from '../../../lib/store/mongo/queries.ts';
 import { indexSpecs, RETIRED_INDEXES } from '../../../lib/store/mongo/schema.ts';
 import type { ClaimRequest, Settlement } from '../../../lib/store/port.ts';
