@@ -2,11 +2,13 @@
  * The actor registry: this node's endpoint actors, one per endpoint with work here, made when the
  * endpoint's first delivery is handed over and closed when its work here ends.
  *
- *   dispatch(job) ─┬─ its slot is draining, or a drain of it began while the actor was made
- *                  │      ─► given back to the store for the slot's next owner (`#giveBack`);
- *                  │         a taken-over one (`resumed`) left in flight, for the next owner to take over
- *                  ├─ its endpoint is gone ─► dropped (the store cancels its deliveries)
- *                  └─ to its actor (made from the endpoint as the store has it now) ─► enqueue
+ *   openClaim() ─► the store claims ─► claim.dispatch(job), for each job ─► claim.close()
+ *
+ *   claim.dispatch(job) ─┬─ its slot is draining, or a drain of it began since the claim opened
+ *                        │      ─► given back to the store for the slot's next owner (`#giveBack`);
+ *                        │         a taken-over one (`resumed`) left in flight, for the next owner to take over
+ *                        ├─ its endpoint is gone ─► dropped (the store cancels its deliveries)
+ *                        └─ to its actor (made from the endpoint as the store has it now) ─► enqueue
  *
  *   an actor closes (queued work given back, running attempts settle) when
  *     its endpoint is deleted (`apply`) · its slot drains (`drainSlots`) · its slot is no longer
@@ -14,7 +16,14 @@
  *
  * Draining: a slot being handed to another node is drained from `drainSlots()` until
  * `slotsReleased()`: its actors are closed, and whatever a claim still returns for it is given back
- * at once, never enqueued.
+ * at once, never enqueued. A claim hands in its jobs one by one, each maybe awaiting a store read or
+ * a give-back, so a drain can end, and the slot be released, while a claim made under the lease
+ * being given up is still handed in. Its jobs in the slot are given back too, whenever they come
+ * (the claim opened with the slot draining, or a drain of it began since): sent, they would be sent
+ * again by the next owner, which takes them over as orphans, while this node's settles are fenced.
+ * And a drain waits for the claims open once its actors have closed, so that their give-backs are
+ * mostly written before the release, while their epoch is still the slot's (the next owner then
+ * claims them as new, not as taken over).
  *
  * The registry also keeps the node's mailbox budget: `room()` is what all mailboxes together may
  * still take, which fan-out and claims stay within.
@@ -40,13 +49,30 @@ export interface ActorRegistryDeps {
   readonly actor: ActorDeps;
 }
 
+/** What a claim saw as it opened: how many drains had begun, and the slots then draining. */
+interface ClaimOpened {
+  readonly drainsBegun: number;
+  readonly draining: ReadonlySet<number>;
+}
+
+const NONE_DRAINING: ReadonlySet<number> = new Set();
+
+/** One claim's way in: the jobs the store returned for it, handed in one at a time, then `close()`. */
+export interface OpenClaim {
+  dispatch(job: DeliveryJob): Promise<void>;
+  close(): void;
+}
+
 export class ActorRegistry {
   readonly #options: ActorRegistryOptions;
   readonly #deps: ActorRegistryDeps;
   readonly #actors = new Map<string, EndpointActor>();
   readonly #draining = new Set<number>();
-  /** Per slot, how many drains have begun: a dispatch that awaited sees whether one began meanwhile. */
-  readonly #drainsBegun = new Map<number, number>();
+  /** How many drains have begun on this node, and per slot the count as its last one began. */
+  #drainsBegun = 0;
+  readonly #slotDrainBegun = new Map<number, number>();
+  /** The claims open, each resolved as it closes. */
+  readonly #openClaims = new Set<Promise<void>>();
 
   constructor(options: ActorRegistryOptions, deps: ActorRegistryDeps) {
     this.#options = options;
@@ -75,22 +101,42 @@ export class ActorRegistry {
     return this.#draining.has(slot);
   }
 
+  /**
+   * Opens a claim: to be called before the store is asked, and closed once every job it returned
+   * has been handed in (see the header's Draining).
+   */
+  openClaim(): OpenClaim {
+    const opened: ClaimOpened = { drainsBegun: this.#drainsBegun, draining: this.#draining.size === 0 ? NONE_DRAINING : new Set(this.#draining) };
+    let close!: () => void;
+    const closed = new Promise<void>((resolve) => (close = resolve));
+    this.#openClaims.add(closed);
+    return {
+      dispatch: (job) => this.#dispatch(job, opened),
+      close: () => {
+        this.#openClaims.delete(closed);
+        close();
+      },
+    };
+  }
+
   /** Hands a claimed job to its endpoint's actor, made if need be; or gives it back (see the header). */
-  async dispatch(job: DeliveryJob): Promise<void> {
+  async #dispatch(job: DeliveryJob, opened: ClaimOpened): Promise<void> {
     const { slot } = job.delivery;
-    if (this.#draining.has(slot)) return this.#giveBack(job);
-    const drains = this.#drainsBegun.get(slot);
+    if (this.#draining.has(slot) || this.#givenUpSince(slot, opened)) return this.#giveBack(job);
     const actor = await this.#actorFor(job.delivery.endpointId);
     if (actor === undefined) {
       // Deleted between claim and dispatch: its deliveries are cancelled by the store.
       return;
     }
     // Checked again: making the actor reads the endpoint, and a drain of the slot that began
-    // meanwhile (and may even have released it) has already closed the actors it found. Enqueued
-    // now, the job would be sent while the slot changes hands, and sent again by its next owner
-    // (seen as duplicates in the scaleout bench once slots moved with the work).
-    if (this.#drainsBegun.get(slot) !== drains) return this.#giveBack(job);
+    // meanwhile (and may even have released it) has already closed the actors it found.
+    if (this.#givenUpSince(slot, opened)) return this.#giveBack(job);
     actor.enqueue(job);
+  }
+
+  /** Whether the slot was draining as the claim opened, or a drain of it began since: its lease is being, or was, given up. */
+  #givenUpSince(slot: number, opened: ClaimOpened): boolean {
+    return opened.draining.has(slot) || (this.#slotDrainBegun.get(slot) ?? 0) > opened.drainsBegun;
   }
 
   /**
@@ -109,13 +155,21 @@ export class ActorRegistry {
     return true;
   }
 
-  /** Stops work in these slots; resolves once their actors have closed (attempts settled, queued work given back). */
+  /**
+   * Stops work in these slots; resolves once their actors have closed (attempts settled, queued work
+   * given back) and then the claims open have closed (their jobs in these slots given back).
+   */
   async drainSlots(slots: readonly number[]): Promise<void> {
+    this.#drainsBegun += 1;
     for (const slot of slots) {
       this.#draining.add(slot);
-      this.#drainsBegun.set(slot, (this.#drainsBegun.get(slot) ?? 0) + 1);
+      this.#slotDrainBegun.set(slot, this.#drainsBegun);
     }
     await this.#closeActorsIn((slot) => this.#draining.has(slot));
+    // Only the claims open now, not until none is: the node goes on claiming while it holds the
+    // lease, in these slots too (given back at once, due at once, claimed again), so a drain that
+    // waited for no claim to be open never ended (the bench stalled).
+    await Promise.all([...this.#openClaims]);
   }
 
   /** The drained slots were released: if they come back later they are worked again. */

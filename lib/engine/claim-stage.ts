@@ -42,7 +42,7 @@ export interface ClaimStageDeps {
   readonly clock: Clock;
   /** The lease owner id this node claims as. */
   readonly owner: string;
-  readonly actors: Pick<ActorRegistry, 'actors' | 'room' | 'dispatch'>;
+  readonly actors: Pick<ActorRegistry, 'actors' | 'room' | 'openClaim'>;
   /** Runs the supervisor's pump (coalesced). */
   pump(): void;
 }
@@ -122,10 +122,9 @@ export class ClaimStage {
         this.#mayHaveMore.add(id, actor.endpoint.tenantId);
       }
       const limit = Math.min(this.#options.claimBatchSize, room);
-      const jobs = await store.claimDue({ owner: this.#deps.owner, now, limit, perEndpointLimit, skipEndpointIds: skip });
-      const claimed = await this.#dispatchAll(jobs);
+      const { total, claimed } = await this.#claim(() => store.claimDue({ owner: this.#deps.owner, now, limit, perEndpointLimit, skipEndpointIds: skip }));
       for (const [endpointId, { count, tenantId }] of claimed) if (count >= perEndpointLimit) this.#mayHaveMore.add(endpointId, tenantId);
-      if (jobs.length < limit) return;
+      if (total < limit) return;
     }
   }
 
@@ -149,7 +148,7 @@ export class ClaimStage {
         room -= limit;
       }
       if (wants.length === 0) return;
-      const claimed = await this.#dispatchAll(await store.claimForEndpoints({ owner: this.#deps.owner, now, endpoints: wants }));
+      const { claimed } = await this.#claim(() => store.claimForEndpoints({ owner: this.#deps.owner, now, endpoints: wants }));
       let full = false;
       for (const { endpointId, limit } of wants) {
         // Got all it asked for: there may be more; to the back of the line (its tenant too).
@@ -179,16 +178,26 @@ export class ClaimStage {
     return false;
   }
 
-  /** Hands every job to its actor; returns how many each endpoint got. */
-  async #dispatchAll(jobs: readonly DeliveryJob[]): Promise<Map<string, { count: number; readonly tenantId: string }>> {
-    const claimed = new Map<string, { count: number; readonly tenantId: string }>();
-    for (const job of jobs) {
-      const { endpointId, tenantId } = job.delivery;
-      const seen = claimed.get(endpointId);
-      if (seen === undefined) claimed.set(endpointId, { count: 1, tenantId });
-      else seen.count += 1;
-      await this.#deps.actors.dispatch(job);
+  /**
+   * Claims through `take`, within a claim opened with the actors first (a drain that begins
+   * meanwhile then sees it: see lib/engine/actor-registry.ts), and hands every job to its actor;
+   * returns how many jobs there were, and how many each endpoint got.
+   */
+  async #claim(take: () => Promise<readonly DeliveryJob[]>): Promise<{ total: number; claimed: Map<string, { count: number; readonly tenantId: string }> }> {
+    const claim = this.#deps.actors.openClaim();
+    try {
+      const jobs = await take();
+      const claimed = new Map<string, { count: number; readonly tenantId: string }>();
+      for (const job of jobs) {
+        const { endpointId, tenantId } = job.delivery;
+        const seen = claimed.get(endpointId);
+        if (seen === undefined) claimed.set(endpointId, { count: 1, tenantId });
+        else seen.count += 1;
+        await claim.dispatch(job);
+      }
+      return { total: jobs.length, claimed };
+    } finally {
+      claim.close();
     }
-    return claimed;
   }
 }

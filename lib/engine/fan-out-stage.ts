@@ -19,7 +19,7 @@
 import type { Clock } from '../clock.ts';
 import type { Endpoint, OutboxEvent } from '../model.ts';
 import type { FanOut, Store } from '../store/port.ts';
-import type { ActorRegistry } from './actor-registry.ts';
+import type { ActorRegistry, OpenClaim } from './actor-registry.ts';
 import type { ClaimStage } from './claim-stage.ts';
 import { planDeliveries } from './fanout.ts';
 
@@ -34,7 +34,7 @@ export interface FanOutStageDeps {
   readonly clock: Clock;
   /** The lease owner id this node claims as. */
   readonly owner: string;
-  readonly actors: Pick<ActorRegistry, 'actors' | 'room' | 'busyTenants' | 'isDraining' | 'dispatch'>;
+  readonly actors: Pick<ActorRegistry, 'actors' | 'room' | 'busyTenants' | 'isDraining' | 'openClaim'>;
   readonly refills: Pick<ClaimStage, 'mayHaveMore' | 'waitsForRefill'>;
   /** Whether the round ends at this stage (a local publish arrived during it). */
   cutShort(): boolean;
@@ -125,7 +125,7 @@ export class FanOutStage {
    * answers how many were written pending.
    */
   async #fanOutEvents(events: readonly OutboxEvent[], room: number): Promise<number> {
-    const { store, clock, refills } = this.#deps;
+    const { store, clock } = this.#deps;
     const endpointsByTenant = new Map<string, Endpoint[]>();
     const fanOuts: FanOut[] = [];
     const now = clock.now();
@@ -139,7 +139,18 @@ export class FanOutStage {
     }
     const enabled = new Set<string>();
     for (const endpoints of endpointsByTenant.values()) for (const e of endpoints) if (e.status === 'enabled') enabled.add(e.id);
-    const deliveryIds = this.#claimOnFanOut(fanOuts, enabled, now, room);
+    // Opened before the slots being drained are left out: a drain that begins from here on waits for it.
+    const claim = this.#deps.actors.openClaim();
+    try {
+      return await this.#record(fanOuts, events, now, this.#claimOnFanOut(fanOuts, enabled, now, room), claim);
+    } finally {
+      claim.close();
+    }
+  }
+
+  /** Writes the deliveries in one store call, claiming `deliveryIds`, and hands the claimed to their actors. */
+  async #record(fanOuts: readonly FanOut[], events: readonly OutboxEvent[], now: number, deliveryIds: ReadonlySet<string>, claim: OpenClaim): Promise<number> {
+    const { store, refills } = this.#deps;
     // One transaction for the batch: a commit per event cost more than the deliveries it wrote.
     const claimed = await store.recordFanOuts(fanOuts, now, { owner: this.#deps.owner, deliveryIds });
     let written = 0;
@@ -155,7 +166,7 @@ export class FanOutStage {
       const byId = new Map(events.map((event) => [event.id, event]));
       for (const delivery of claimed) {
         const event = byId.get(delivery.eventId);
-        if (event !== undefined) await this.#deps.actors.dispatch({ delivery, event });
+        if (event !== undefined) await claim.dispatch({ delivery, event });
       }
     }
     return written - claimed.length;
