@@ -292,7 +292,8 @@ export class NodeParts {
   }
 
   #supervisorOf(nodeId: string, slotCount: number, signingKeys: SigningKeys, random: Random): Supervisor {
-    const { config, clock, store } = { config: this.#config, clock: this.clock, store: this.store };
+    const config = this.#config;
+    const { clock, store } = this;
     const emit = this.#emit;
     return new Supervisor(
       {

@@ -10,7 +10,7 @@ import { newId } from '../ids.ts';
 import { DisabledReason, type AdaptiveConcurrency, type Endpoint, type RateLimit } from '../model.ts';
 import { generateSecret } from '../signing/secret.ts';
 import type { SecretBox } from '../signing/secret-box.ts';
-import type { Store } from '../store/port.ts';
+import type { EndpointPatch, Store } from '../store/port.ts';
 import { validateEndpointChanges, validateNewEndpoint, type EndpointDefaults } from './endpoint-input.ts';
 import { rowsToRead, sequencePageOf, type SequencePage, type SequencePageRequest } from './sequence-page.ts';
 
@@ -32,8 +32,6 @@ export interface EndpointHandoff {
   /** There may be deliveries to claim (an endpoint enabled again). */
   signal(): void;
 }
-
-export type EndpointPatch = Parameters<Store['updateEndpoint']>[1];
 
 export class EndpointAdmin {
   readonly #store: Store;

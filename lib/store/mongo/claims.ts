@@ -401,5 +401,3 @@ async function takeClaim(
   }
   return jobs;
 }
-
-const NONE: ReadonlySet<string> = new Set();
