@@ -12,8 +12,14 @@
  *   settle() ─► batch ─┬─ batch reaches maxBatch ─► flush now
  *                      ├─ the delivery is already in the batch ─► flush, start a new batch
  *                      └─ first of a batch ─► flush deferred (`defer`)
- *   flush ─► store.settle(batch) ─┬─ resolves: each caller gets `applied` (not fenced)
- *                                 └─ rejects: every caller of that batch gets the error
+ *   flush ─┬─ a write slot free (`maxFlushesInFlight`) ─► store.settle(batch)
+ *          └─ none ─► the batch keeps filling; written when a write returns
+ *   store.settle(batch) ─┬─ resolves: each caller gets `applied` (not fenced)
+ *                        └─ rejects: every caller of that batch gets the error
+ *
+ * With one write at a time, a batch holds what settled while the previous write ran: batches
+ * grow with the store's latency (a PostgreSQL round trip, a busy store thread) instead of
+ * writes multiplying, and a write's cost is mostly per statement and per commit.
  *
  * A second settlement of the same delivery in one batch would make the
  * store's applied/fenced lists ambiguous, so it starts a new batch; batches
@@ -42,6 +48,13 @@ export interface SettleBatcherOptions {
    * @default three turns of the event loop
    */
   readonly defer?: (flush: () => void) => void;
+  /**
+   * Most store calls in flight at once. While they are, new settlements gather into the next
+   * batch, so batches grow with the store's latency instead of its statements multiplying:
+   * a statement's and a commit's cost is mostly fixed.
+   * @default 1
+   */
+  readonly maxFlushesInFlight?: number;
 }
 
 export interface SettleBatcherDeps {
@@ -53,6 +66,7 @@ export interface SettleBatcherDeps {
 
 const DEFAULTS = Object.freeze({
   maxBatch: 256,
+  maxFlushesInFlight: 1,
   defer: (flush: () => void) => void setImmediate(() => setImmediate(() => setImmediate(flush))),
 } satisfies Required<SettleBatcherOptions>);
 
@@ -72,6 +86,9 @@ export class SettleBatcher {
   readonly #deps: SettleBatcherDeps;
   readonly #maxBatch: number;
   readonly #defer: (flush: () => void) => void;
+  readonly #maxFlushesInFlight: number;
+  /** Filled batches waiting for a flush slot, oldest first; the last is the one filling. */
+  readonly #queued: Waiter[][] = [];
   #batch: Waiter[] = [];
   #ids = new Set<string>();
   #flushQueued = false;
@@ -89,8 +106,13 @@ export class SettleBatcher {
     if (typeof deps?.settle !== 'function' || typeof deps.now !== 'function') {
       throw new ConfigError('deps', typeof deps, 'must hold settle() and now()');
     }
+    const maxFlushesInFlight = options.maxFlushesInFlight ?? DEFAULTS.maxFlushesInFlight;
+    if (!Number.isSafeInteger(maxFlushesInFlight) || maxFlushesInFlight < 1) {
+      throw new ConfigError('maxFlushesInFlight', maxFlushesInFlight, 'must be a whole number ≥ 1');
+    }
     this.#deps = deps;
     this.#maxBatch = maxBatch;
+    this.#maxFlushesInFlight = maxFlushesInFlight;
     this.#defer = defer;
   }
 
@@ -100,7 +122,7 @@ export class SettleBatcher {
 
   /** Settlements waiting for their flush. */
   get pending(): number {
-    return this.#batch.length;
+    return this.#batch.length + this.#queued.reduce((sum, batch) => sum + batch.length, 0);
   }
 
   /**
@@ -112,11 +134,11 @@ export class SettleBatcher {
    */
   settle(settlement: Settlement): Promise<boolean> {
     if (this.#closed) return Promise.reject(new ClosedError('settle batcher'));
-    if (this.#ids.has(settlement.deliveryId)) this.#flush();
+    if (this.#ids.has(settlement.deliveryId)) this.#flush(true);
     return new Promise<boolean>((resolve, reject) => {
       this.#batch.push({ settlement, resolve, reject });
       this.#ids.add(settlement.deliveryId);
-      if (this.#batch.length >= this.#maxBatch) this.#flush();
+      if (this.#batch.length >= this.#maxBatch) this.#flush(true);
       else if (!this.#flushQueued) {
         this.#flushQueued = true;
         this.#defer(() => {
@@ -130,15 +152,25 @@ export class SettleBatcher {
   /** Flushes what is queued, refuses new settlements, and resolves when every write has settled. Idempotent. */
   async close(): Promise<void> {
     this.#closed = true;
-    this.#flush();
+    this.#flush(true);
     while (this.#running.size > 0) await Promise.all(this.#running);
   }
 
-  #flush(): void {
-    const batch = this.#batch;
-    if (batch.length === 0) return;
-    this.#batch = [];
-    this.#ids = new Set();
+  /**
+   * Closes the batch being filled when a flush slot is free (or `force`: it is full, or names a
+   * delivery twice), and writes the oldest closed batches while slots are free. With none free the
+   * batch keeps filling until a write comes back.
+   */
+  #flush(force = false): void {
+    if (this.#batch.length > 0 && (force || this.#running.size < this.#maxFlushesInFlight)) {
+      this.#queued.push(this.#batch);
+      this.#batch = [];
+      this.#ids = new Set();
+    }
+    while (this.#running.size < this.#maxFlushesInFlight && this.#queued.length > 0) this.#write(this.#queued.shift()!);
+  }
+
+  #write(batch: Waiter[]): void {
     this.#settlements += batch.length;
     this.#flushes += 1;
     const settlements = batch.map((waiter) => waiter.settlement);
@@ -149,15 +181,22 @@ export class SettleBatcher {
       // A store that throws instead of rejecting.
       write = Promise.reject(error);
     }
+    // The slot frees, and what gathered meanwhile goes as one batch, before this batch's callers resume.
+    const done = (): void => {
+      this.#running.delete(running);
+      this.#flush();
+    };
     const running: Promise<void> = write.then(
       (result) => {
+        done();
         const fenced = result.fenced.length === 0 ? undefined : new Set(result.fenced);
         for (const waiter of batch) waiter.resolve(fenced === undefined || !fenced.has(waiter.settlement.deliveryId));
       },
       (error: unknown) => {
+        done();
         for (const waiter of batch) waiter.reject(error);
       },
-    ).finally(() => this.#running.delete(running));
+    );
     this.#running.add(running);
   }
 }

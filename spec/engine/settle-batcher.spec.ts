@@ -51,6 +51,83 @@ describe('SettleBatcher', () => {
     });
   });
 
+  context('while a write is in flight', () => {
+    /** A store.settle whose calls the test answers by hand. */
+    function heldStore() {
+      const calls: Array<{ ids: string[]; answer: () => void }> = [];
+      return {
+        calls,
+        settle: (settlements: readonly Settlement[]): Promise<SettleResult> =>
+          new Promise((resolve) => {
+            const ids = settlements.map((s) => s.deliveryId);
+            calls.push({ ids, answer: () => resolve({ applied: ids, fenced: [] }) });
+          }),
+        now: () => 42,
+      };
+    }
+
+    it('gathers what settles meanwhile into one batch, written when the write returns', async () => {
+      const store = heldStore();
+      const manual = manualDefer();
+      const batcher = new SettleBatcher(store, { defer: manual.defer });
+      const a = batcher.settle(release('a'));
+      manual.run();
+      expect(store.calls.map((c) => c.ids)).to.deep.equal([['a']]);
+      const later = ['b', 'c'].map((id) => batcher.settle(release(id)));
+      manual.run();
+      const last = batcher.settle(release('d'));
+      manual.run();
+      // Three defers ran, yet nothing more reached the store: the first write has not returned.
+      expect(store.calls.map((c) => c.ids)).to.deep.equal([['a']]);
+      expect(batcher.pending).to.equal(3);
+      store.calls[0]!.answer();
+      expect(await a).to.equal(true);
+      expect(store.calls.map((c) => c.ids)).to.deep.equal([['a'], ['b', 'c', 'd']]);
+      store.calls[1]!.answer();
+      expect(await Promise.all([...later, last])).to.deep.equal([true, true, true]);
+      expect(batcher.stats).to.deep.equal({ settlements: 4, flushes: 2 });
+    });
+
+    it('writes as many at once as maxFlushesInFlight allows', async () => {
+      const store = heldStore();
+      const manual = manualDefer();
+      const batcher = new SettleBatcher(store, { defer: manual.defer, maxFlushesInFlight: 2 });
+      const first = batcher.settle(release('a'));
+      manual.run();
+      const second = batcher.settle(release('b'));
+      manual.run();
+      const third = batcher.settle(release('c'));
+      manual.run();
+      expect(store.calls.map((c) => c.ids)).to.deep.equal([['a'], ['b']]);
+      store.calls[1]!.answer();
+      expect(await second).to.equal(true);
+      expect(store.calls.map((c) => c.ids)).to.deep.equal([['a'], ['b'], ['c']]);
+      store.calls[0]!.answer();
+      store.calls[2]!.answer();
+      expect(await Promise.all([first, third])).to.deep.equal([true, true]);
+    });
+
+    it('keeps a delivery settled twice in two writes, in order, and close() waits for both', async () => {
+      const store = heldStore();
+      const manual = manualDefer();
+      const batcher = new SettleBatcher(store, { defer: manual.defer });
+      const a1 = batcher.settle(release('a'));
+      manual.run();
+      const a2 = batcher.settle(release('a', 2));
+      const a3 = batcher.settle(release('a', 3));
+      const closed = batcher.close();
+      expect(store.calls.map((c) => c.ids)).to.deep.equal([['a']]);
+      store.calls[0]!.answer();
+      await a1;
+      expect(store.calls.map((c) => c.ids)).to.deep.equal([['a'], ['a']]);
+      store.calls[1]!.answer();
+      await a2;
+      expect(store.calls.map((c) => c.ids)).to.deep.equal([['a'], ['a'], ['a']]);
+      store.calls[2]!.answer();
+      await Promise.all([a3, closed]);
+    });
+  });
+
   context('when some settlements are fenced', () => {
     it('resolves each caller with its own result', async () => {
       const store = fakeStore({ fenced: ['b'] });
@@ -123,6 +200,7 @@ describe('SettleBatcher', () => {
   context('when an option is invalid', () => {
     it('names it', () => {
       expect(() => new SettleBatcher(fakeStore(), { maxBatch: 0 })).to.throw(/maxBatch/);
+      expect(() => new SettleBatcher(fakeStore(), { maxFlushesInFlight: 0 })).to.throw(/maxFlushesInFlight.*≥ 1/);
     });
   });
 });
