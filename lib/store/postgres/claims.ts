@@ -75,12 +75,15 @@ export class ClaimQueries {
     // `slot = ANY(owned slots)` as well as the join: the planner cannot know how many slots the
     // owner holds (it guessed 4 of 256), and without it joined every due row of every owner.
     const ownedSlots = `d.slot = ANY(ARRAY(SELECT slot FROM owned))`;
+    // Each row's slot epoch by one key lookup: joined to the owned slots, whose count the planner
+    // cannot know either, the rows were compared with every owned slot in a nested loop.
+    const slotEpoch = `CROSS JOIN LATERAL (SELECT l.epoch FROM ${s}.leases l WHERE l.slot = d.slot AND l.owner = $1 AND l.until > $2) o`;
     const orphans = `SELECT d.id, d.endpoint_id, d.next_attempt_at, o.epoch
-      FROM owned o JOIN ${s}.deliveries d ON d.slot = o.slot
+      FROM ${s}.deliveries d ${slotEpoch}
       WHERE d.status = 'in_flight' AND ${ownedSlots} AND d.lease_epoch < o.epoch ${filters('d.endpoint_id', 'd')}`;
     const byScan = `candidates AS (
         SELECT d.id, d.endpoint_id, d.next_attempt_at, o.epoch
-        FROM owned o JOIN ${s}.deliveries d ON d.slot = o.slot
+        FROM ${s}.deliveries d ${slotEpoch}
         WHERE d.status = 'pending' AND ${ownedSlots} AND d.next_attempt_at <= $2 ${filters('d.endpoint_id', 'd')}
         UNION ALL
         ${orphans}

@@ -98,10 +98,13 @@ export class FanOutQueries {
         ON CONFLICT (endpoint_id) DO UPDATE SET last_sequence = ${s}.endpoint_sequences.last_sequence + excluded.last_sequence
         RETURNING endpoint_id, last_sequence
       ),
+      -- The counters as one map, looked up per delivery: the planner cannot know how many rows
+      -- two CTEs hold (it guesses one), and joined them in a nested loop, batch × batch.
+      last_sequences AS (SELECT jsonb_object_agg(endpoint_id, last_sequence) AS m FROM counters),
       numbered AS (
-        SELECT p.*, c.last_sequence - count(*) OVER (PARTITION BY p.endpoint_id)
+        SELECT p.*, ((SELECT m FROM last_sequences) ->> p.endpoint_id)::bigint - count(*) OVER (PARTITION BY p.endpoint_id)
           + row_number() OVER (PARTITION BY p.endpoint_id ORDER BY p.n) AS sequence
-        FROM planned p JOIN counters c ON c.endpoint_id = p.endpoint_id
+        FROM planned p
       ),
       inserted AS (
         INSERT INTO ${s}.deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot, status, attempts, round,

@@ -58,12 +58,17 @@ export class SettleQueries {
         SELECT id, attempts, round, started_at, duration_ms, outcome::jsonb, error
         FROM settled WHERE kind <> 'release' ORDER BY ord
       ),
-      outcomes AS (SELECT endpoint_id, kind, ord, started_at FROM settled WHERE kind <> 'release'),
+      -- Each outcome beside its endpoint's last success in the batch, then one row per endpoint:
+      -- one sort, where a lookup per endpoint into the batch cost batch × endpoints.
+      outcomes AS (
+        SELECT endpoint_id, kind, ord, started_at,
+          max(ord) FILTER (WHERE kind = 'delivered') OVER (PARTITION BY endpoint_id) AS ok_ord
+        FROM settled WHERE kind <> 'release'
+      ),
       verdict AS (
-        SELECT k.endpoint_id, k.ok_ord,
-          (SELECT o.started_at FROM outcomes o WHERE o.endpoint_id = k.endpoint_id AND o.kind <> 'delivered'
-             AND o.ord > COALESCE(k.ok_ord, 0) ORDER BY o.ord LIMIT 1) AS failing_from
-        FROM (SELECT endpoint_id, max(ord) FILTER (WHERE kind = 'delivered') AS ok_ord FROM outcomes GROUP BY endpoint_id) k
+        SELECT endpoint_id, max(ok_ord) AS ok_ord,
+          (array_agg(started_at ORDER BY ord) FILTER (WHERE kind <> 'delivered' AND ord > COALESCE(ok_ord, 0)))[1] AS failing_from
+        FROM outcomes GROUP BY endpoint_id
       ),
       health AS (
         UPDATE ${s}.endpoints e SET failing_since = CASE
