@@ -196,8 +196,17 @@ export class Cleanup {
     this.add(`remove ${dir}`, () => rmSync(dir, { recursive: true, force: true }));
   }
 
+  /** How many steps are registered: `undo(mark)` later undoes those added since (one round's processes). */
+  mark(): number {
+    return this.#steps.length;
+  }
+
   async run(): Promise<void> {
-    while (this.#steps.length > 0) {
+    await this.undo(0);
+  }
+
+  async undo(mark: number): Promise<void> {
+    while (this.#steps.length > mark) {
       const step = this.#steps.pop()!;
       try {
         await step.async();
