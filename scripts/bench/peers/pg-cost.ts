@@ -21,13 +21,15 @@
  *
  * As a command, Herald on PostgreSQL alone, for tuning its SQL:
  *
- *   npx tsx scripts/bench/peers/pg-cost.ts [--events 20000] [--warmup 5000] [--top 15] [--json]
+ *   npx tsx scripts/bench/peers/pg-cost.ts [--events 20000] [--warmup 5000] [--top 15] [--graphile] [--json]
  *
  * builds dist/ if stale, starts the embedded PostgreSQL with
  * pg_stat_statements, a sink, `herald start` on a fresh database and a
  * producer process (1 000 events per `publishPg` transaction); after the
  * warm-up it resets the statistics, delivers `--events`, stops Herald and
  * prints delivered/s, CPU per delivery by process, and the statement costs.
+ * `--graphile` then does the same for graphile-worker (peers' settings) on the
+ * same server, for the comparison.
  */
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
@@ -217,9 +219,11 @@ async function main(argv: readonly string[]): Promise<void> {
   const warmup = option('warmup', 5_000);
   const top = option('top', 15);
   const asJson = argv.includes('--json');
+  const withGraphile = argv.includes('--graphile');
   ensureBuilt();
   // Imported here, not above: peer-round.ts imports this module.
   const { heraldSystem } = await import('./herald-system.ts');
+  const { graphileSystem } = await import('./graphile-system.ts');
   const { runRound, ROLES } = await import('./peer-round.ts');
   const cleanup = new Cleanup();
   try {
@@ -233,18 +237,24 @@ async function main(argv: readonly string[]): Promise<void> {
       throw error;
     }
     const version = await server.version();
-    const system = heraldSystem({ name: 'herald-postgres', store: 'postgres', server });
-    const result = await runRound(system, { sink, bodies: events + warmup, cleanup, roundId: 'pg_cost' }, { events, warmup, timeoutMs: Math.max(60_000, events * 10) });
-    const cost = result.pgCost!;
+    const systems = [heraldSystem({ name: 'Herald on PostgreSQL', store: 'postgres', server })];
+    if (withGraphile) systems.push(graphileSystem('graphile-worker', server));
+    const results = [];
+    for (const [i, system] of systems.entries()) {
+      const result = await runRound(system, { sink, bodies: events + warmup, cleanup, roundId: `pg_cost_${i}` }, { events, warmup, timeoutMs: Math.max(60_000, events * 10) });
+      results.push({ system: system.name, ...result, pgCost: { ...result.pgCost!, top: result.pgCost!.top.slice(0, top) } });
+    }
     if (asJson) {
-      console.log(JSON.stringify({ postgres: version, ...result, pgCost: { ...cost, top: cost.top.slice(0, top) } }, null, 2));
+      console.log(JSON.stringify({ postgres: version, results }, null, 2));
       return;
     }
-    const cpu = ROLES.map((role) => `${role} ${result.cpuUsPerEvent[role]}`).join(' + ');
-    console.log(`\nHerald on PostgreSQL ${version}: ${result.distinct}/${events} delivered in ${result.seconds} s, ${result.deliveredPerSec}/s` +
-      ` (warm-up ${warmup}: ${result.warmup.deliveredPerSec}/s), ${result.duplicates} sent twice`);
-    console.log(`CPU µs per delivered event: ${result.cpuUsPerEventTotal} = ${cpu}\n`);
-    console.log(formatPgCost({ ...cost, top: cost.top.slice(0, top) }));
+    for (const result of results) {
+      const cpu = ROLES.map((role) => `${role} ${result.cpuUsPerEvent[role]}`).join(' + ');
+      console.log(`\n${result.system}, PostgreSQL ${version}: ${result.distinct}/${events} delivered in ${result.seconds} s, ${result.deliveredPerSec}/s` +
+        ` (warm-up ${warmup}: ${result.warmup.deliveredPerSec}/s), ${result.duplicates} sent twice`);
+      console.log(`CPU µs per delivered event: ${result.cpuUsPerEventTotal} = ${cpu}\n`);
+      console.log(formatPgCost(result.pgCost));
+    }
   } finally {
     await cleanup.run();
     cleanup.dispose();
