@@ -28,11 +28,15 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { payloadOf, startSinkProcess } from './harness.ts';
-import { baseline, heraldRun } from './scenarios/throughput.ts';
+import { Pool } from 'undici';
+import type { ConfigOverrides } from '../../lib/config/config.ts';
+import { openBenchHerald, payloadOf, progress, startProducer, startSinkProcess, waitFor } from './harness.ts';
+import { ensureBuilt } from './herald-service.ts';
+import { clockTicksPerSecond, mainThreadTicks, processTicks, threadTicks } from './peers/peer-kit.ts';
 
 const ENDPOINTS = 100;
 const BODY_BYTES = 1024;
+const PUBLISH_BATCH = 1_000;
 const ROLES_PRELOAD = fileURLToPath(new URL('./thread-roles.cjs', import.meta.url));
 
 interface ThreadFigure {
@@ -50,6 +54,91 @@ interface ChildResult {
   readonly baselineMicrosPerRequest: number;
   /** The delivery window on V8's clock (µs, CLOCK_MONOTONIC), to cut the profiles to it. */
   readonly windowMonotonicMicros: readonly [number, number];
+}
+
+// Herald in this process (to reach inside: its threads by role), and the raw baseline --------
+
+/** Posts every body once, keeping `inFlight` requests out; returns requests/s. */
+async function baseline(origin: string, paths: readonly string[], bodies: readonly string[], connections: number, inFlight: number): Promise<number> {
+  const pool = new Pool(origin, { connections, pipelining: 1 });
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < bodies.length) {
+      const n = next++;
+      const { body } = await pool.request({
+        path: paths[n % paths.length]!,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'webhook-id': `evt_${n}` },
+        body: bodies[n]!,
+      });
+      await body.dump();
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  await pool.close();
+  return bodies.length / seconds;
+}
+
+async function heraldRun(origin: string, paths: readonly string[], events: number, timeoutMs: number, overrides: ConfigOverrides = {}) {
+  const bench = await openBenchHerald(overrides);
+  const { herald } = bench;
+  try {
+    const ids: string[] = [];
+    for (const path of paths) {
+      const { endpoint } = await herald.createEndpoint({ tenantId: 'bench', url: `${origin}${path}` });
+      ids.push(endpoint.id);
+    }
+    let delivered = 0;
+    let lastSettle = 0;
+    let cpuAtEnd: NodeJS.CpuUsage | undefined;
+    let mainTicksAtEnd: number | undefined;
+    let threadTicksAtEnd: Map<number, number> | undefined;
+    herald.events.on('attempt', (e) => {
+      if (e.applied && e.settlement.kind === 'delivered' && ++delivered === events) {
+        lastSettle = performance.now();
+        cpuAtEnd = process.cpuUsage(cpuAtStart);
+        mainTicksAtEnd = mainThreadTicks(process.pid);
+        threadTicksAtEnd = threadTicks(process.pid);
+      }
+    });
+    await herald.start();
+    const producer = await startProducer({ target: { system: 'herald-sqlite', dbPath: bench.dbPath, endpointIds: ids }, events, batch: PUBLISH_BATCH });
+    const producerTicksAtStart = processTicks(producer.pid);
+    // process.cpuUsage covers every thread of this process: the engine, the signing pool, the HTTP client.
+    const cpuAtStart = process.cpuUsage();
+    // The thread that runs the engine and speaks HTTP, alone (the store and signing threads excluded).
+    const mainTicksAtStart = mainThreadTicks(process.pid);
+    // Each thread alone, by OS thread id (`cpu-account.ts` tells which is which).
+    const threadTicksAtStart = threadTicks(process.pid);
+    const started = performance.now();
+    try {
+      await producer.publish(0, events);
+      const producerCpuMicros = ((processTicks(producer.pid) - producerTicksAtStart) * 1e6) / clockTicksPerSecond();
+      let reported = 0;
+      await waitFor(() => {
+        if (delivered - reported >= events / 5) {
+          reported = delivered;
+          progress(`Herald: ${delivered}/${events} delivered`);
+        }
+        return delivered >= events;
+      }, timeoutMs, 100);
+      const end = lastSettle > 0 ? lastSettle : performance.now();
+      const cpu = cpuAtEnd ?? process.cpuUsage(cpuAtStart);
+      const mainThreadCpuMicros = (((mainTicksAtEnd ?? mainThreadTicks(process.pid)) - mainTicksAtStart) * 1e6) / clockTicksPerSecond();
+      const seconds = (end - started) / 1000;
+      const threadCpuMicros = new Map<number, number>();
+      for (const [tid, ticks] of threadTicksAtEnd ?? threadTicks(process.pid)) {
+        threadCpuMicros.set(tid, ((ticks - (threadTicksAtStart.get(tid) ?? 0)) * 1e6) / clockTicksPerSecond());
+      }
+      return { eventsPerSec: delivered / seconds, seconds, delivered, heraldCpuMicros: cpu.user + cpu.system, mainThreadCpuMicros, threadCpuMicros, producerCpuMicros, windowStartedAt: started, windowEndedAt: end };
+    } finally {
+      await producer.close();
+    }
+  } finally {
+    await bench.close();
+  }
 }
 
 // The child: one Herald run, its threads named -------------------------------------------
@@ -246,6 +335,7 @@ async function parent(events: number, intervalMicros: number, keepProfiles: bool
 const args = process.argv.slice(2);
 if (args[0] === '--child') await child(args[1]!, Number(args[2]));
 else {
+  ensureBuilt();
   const events = Number(args.find((a) => a.startsWith('--events='))?.slice('--events='.length) ?? 50_000);
   const interval = Number(args.find((a) => a.startsWith('--profile-interval='))?.slice('--profile-interval='.length) ?? 500);
   await parent(events, interval, args.includes('--keep-profiles'));

@@ -15,6 +15,7 @@ import Database from 'better-sqlite3';
 import { resolveConfig, type ConfigOverrides } from '../../lib/config/config.ts';
 import { Herald } from '../../lib/herald.ts';
 import type { EventInput } from '../../lib/producer/validate-event.ts';
+import type { ProducerJob } from './producer-process.ts';
 
 /** Milliseconds with sub-millisecond resolution, comparable across processes on this machine. */
 export { machineNowMs as preciseNow } from './machine-clock.ts';
@@ -103,19 +104,15 @@ export async function startSinkProcess(config: SinkConfig = {}): Promise<SinkPro
 const PRODUCER_FILE = fileURLToPath(new URL('./producer-process.ts', import.meta.url));
 
 export interface ProducerProcess {
-  /** Publishes every event; resolves with the producer process's CPU time (µs) once all are committed. */
-  publish(): Promise<number>;
+  /** Its CPU is read from /proc by this pid. */
+  readonly pid: number;
+  /** Publishes events `from` to `to` (exclusive); resolves once all are committed. */
+  publish(from: number, to: number): Promise<void>;
   close(): Promise<void>;
 }
 
-/** Forks an application that publishes into the outbox from its own process and connection. */
-export async function startProducerProcess(job: {
-  readonly dbPath: string;
-  readonly endpointIds: readonly string[];
-  readonly events: number;
-  readonly bodyBytes: number;
-  readonly batch: number;
-}): Promise<ProducerProcess> {
+/** Forks an application that enqueues into `job.target` from its own process and connection (producer-process.ts). */
+export async function startProducer(job: ProducerJob): Promise<ProducerProcess> {
   const child: ChildProcess = fork(PRODUCER_FILE, [JSON.stringify(job)], {
     execArgv: process.execArgv.filter((arg) => arg !== '--expose-gc' && !arg.startsWith('--cpu-prof')),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -123,14 +120,15 @@ export async function startProducerProcess(job: {
   await new Promise<void>((resolve, reject) => {
     child.once('error', reject);
     child.once('exit', (code) => reject(new Error(`producer exited with ${code}`)));
-    child.once('message', () => resolve());
+    child.once('message', (message: { type: string; message?: string }) => (message.type === 'ready' ? resolve() : reject(new Error(`producer: ${message.message}`))));
   });
   child.removeAllListeners('exit');
   return {
-    publish: () =>
-      new Promise<number>((resolve) => {
-        child.once('message', (message: { cpuMicros: number }) => resolve(message.cpuMicros));
-        child.send({ type: 'publish' });
+    pid: child.pid!,
+    publish: (from, to) =>
+      new Promise<void>((resolve, reject) => {
+        child.once('message', (message: { type: string; message?: string }) => (message.type === 'published' ? resolve() : reject(new Error(`producer: ${message.message}`))));
+        child.send({ type: 'publish', from, to });
       }),
     close: () => closeChild(child, 5_000),
   };

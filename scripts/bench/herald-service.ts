@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import type { ConfigOverrides } from '../../lib/config/config.ts';
 import { freePort } from '../../test-kit/free-port.ts';
+import { stopPidSync } from '../../test-kit/process-stop.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'cli', 'main.js');
@@ -62,6 +63,8 @@ export interface HeraldService {
   api<T = unknown>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T>;
   /** SIGTERM, waits for the exit, removes its folder. */
   close(): Promise<void>;
+  /** SIGKILL and removal of its folder without the event loop: for a bench's SIGINT/SIGTERM handler. */
+  closeSync(): void;
 }
 
 export async function startHeraldService(options: HeraldServiceOptions): Promise<HeraldService> {
@@ -126,6 +129,10 @@ export async function startHeraldService(options: HeraldServiceOptions): Promise
         await exited;
         clearTimeout(timer);
       }
+      rmSync(dir, { recursive: true, force: true });
+    },
+    closeSync() {
+      if (child.pid !== undefined) stopPidSync(child.pid, 'SIGKILL', 2_000);
       rmSync(dir, { recursive: true, force: true });
     },
   };

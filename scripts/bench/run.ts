@@ -7,11 +7,11 @@
  * `--quick` is a smoke run (smaller sizes, under 2 minutes); the full run
  * takes under 15. Real time, 127.0.0.1 only, a sink in a child process.
  *
- * `--peers` runs the throughput scenario and the same workload through the
- * peers (BullMQ on Redis, graphile-worker on PostgreSQL; scripts/bench/peers/)
- * and prints them in one table; the full run includes them too. The peers are
- * compared with the throughput scenario's Herald run, so choosing `peers`
- * (`--only=peers`) brings `throughput` along.
+ * `--peers` runs the peers scenario alone (scripts/bench/peers/): the same
+ * workload through Herald on SQLite and on PostgreSQL, BullMQ and
+ * graphile-worker, with a raw undici Pool as the baseline, each system warmed
+ * up and measured in interleaved rounds, and prints them in one table; the
+ * full run includes it too.
  *
  * On Ctrl-C or SIGTERM, and past a scenario's time limit, the scenario
  * process gets SIGTERM (it stops its servers and removes its temp dirs),
@@ -21,21 +21,24 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describeMachine } from './harness.ts';
+import type { Spread } from './peers/peers-scenario.ts';
+import { formatPgCost, type PgCost } from './peers/pg-cost.ts';
 
 const SCENARIOS = ['throughput', 'latency', 'isolation', 'fairness', 'signing', 'timers', 'endpoints', 'recovery', 'adaptive', 'cluster', 'scaleout', 'replay', 'peers'] as const;
-/** Hard bound per scenario process: past it, the scenario is killed and reported as failed. */
 /** Scenarios that read the heap after a full GC; the others must not get --expose-gc, which worker threads (the signing pool) refuse. */
 const NEEDS_GC: ReadonlySet<string> = new Set(['timers', 'endpoints']);
+/** Hard bound per scenario process: past it, the scenario is killed and reported as failed. */
 const SCENARIO_LIMIT_MS = { quick: 60_000, full: 420_000 };
+/** The peers run seven systems, each started fresh per round: their own, longer bound. */
+const LONGER_LIMIT_MS: Readonly<Record<string, { quick: number; full: number }>> = { peers: { quick: 300_000, full: 1_500_000 } };
+const limitOf = (name: string): number => (LONGER_LIMIT_MS[name] ?? SCENARIO_LIMIT_MS)[quick ? 'quick' : 'full'];
 /** After SIGTERM, how long a scenario has to stop its servers before SIGKILL. */
 const STOP_GRACE_MS = 15_000;
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const onlyArg = args.find((arg) => arg.startsWith('--only='))?.slice('--only='.length).split(',');
-const only = args.includes('--peers') ? [...(onlyArg ?? ['throughput']), 'peers'] : onlyArg;
-// The peers' ratios are against the throughput scenario's Herald run.
-if (only?.includes('peers') === true && !only.includes('throughput')) only.push('throughput');
+const only = args.includes('--peers') ? [...(onlyArg ?? []), 'peers'] : onlyArg;
 const chosen = SCENARIOS.filter((name) => only === undefined || only.includes(name));
 const CHILD = fileURLToPath(new URL('./scenario-child.ts', import.meta.url));
 const OUT = fileURLToPath(new URL('../../bench-results.json', import.meta.url));
@@ -73,10 +76,10 @@ function runScenario(name: string): Promise<Result> {
     current = child;
     let result: Result | undefined;
     const limit = setTimeout(() => {
-      console.log(`${stamp()} ${name}: over ${(quick ? SCENARIO_LIMIT_MS.quick : SCENARIO_LIMIT_MS.full) / 1000} s, stopped`);
+      console.log(`${stamp()} ${name}: over ${limitOf(name) / 1000} s, stopped`);
       result = { error: 'time limit reached', met: false };
       stopChild(child);
-    }, quick ? SCENARIO_LIMIT_MS.quick : SCENARIO_LIMIT_MS.full);
+    }, limitOf(name));
     child.on('message', (message: { type: string; text?: string; result?: Result; message?: string }) => {
       if (message.type === 'progress') console.log(`${stamp()} ${name}: ${message.text}`);
       else if (message.type === 'result') result = message.result;
@@ -121,7 +124,7 @@ for (const [name, r] of Object.entries(scenarios)) {
       rows.push([
         name,
         `ratio ${fmt(r.ratio)}`,
-        `${fmt(r.eventsPerSec)} ev/s vs raw undici ${fmt(r.baselinePerSec)} req/s (${fmt(r.events)} events); CPU per event: Herald ${fmt(r.heraldCpuMicrosPerEvent, ' µs')} (its main thread ${fmt(r.mainThreadCpuMicrosPerEvent, ' µs')}), producer ${fmt(r.producerCpuMicrosPerEvent, ' µs')}; store thread ${fmt(r.storeThreadSpeedup, '×')} the main-thread store (${fmt((r.mainThreadStore as Result | undefined)?.eventsPerSec)} ev/s, ${fmt((r.mainThreadStore as Result | undefined)?.heraldCpuMicrosPerEvent, ' µs')})`,
+        `${fmt(r.eventsPerSec)} ev/s (herald start, SQLite) vs raw undici ${fmt(r.baselinePerSec)} req/s (${fmt(r.events)} events); CPU per event: Herald ${fmt(r.heraldCpuMicrosPerEvent, ' µs')}, producer ${fmt(r.producerCpuMicrosPerEvent, ' µs')}; store thread ${fmt(r.storeThreadSpeedup, '×')} the main-thread store (${fmt((r.mainThreadStore as Result | undefined)?.eventsPerSec)} ev/s, ${fmt((r.mainThreadStore as Result | undefined)?.heraldCpuMicrosPerEvent, ' µs')})`,
         'ratio ≥ 0.5',
         verdict(r),
       ]);
@@ -220,7 +223,7 @@ for (const [name, r] of Object.entries(scenarios)) {
       break;
     }
     case 'peers':
-      rows.push([name, '—', 'the same workload through BullMQ and graphile-worker: see the peers table', 'report', '—']);
+      rows.push([name, '—', 'Herald (SQLite, PostgreSQL) beside BullMQ and graphile-worker: see the peers table', 'report', '—']);
       break;
     default:
       rows.push([name, '—', JSON.stringify(r).slice(0, 60), '', verdict(r)]);
@@ -233,52 +236,58 @@ console.log(`\n${line(header)}\n| ${widths.map((w) => '-'.repeat(w)).join(' | ')
 for (const row of rows) console.log(line(row));
 console.log(`\nwritten to bench-results.json (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
 
-if (scenarios.peers !== undefined) console.log(peersTable(scenarios.throughput, scenarios.peers));
+if (scenarios.peers !== undefined && typeof scenarios.peers.error !== 'string') console.log(peersTable(scenarios.peers));
 
 /**
- * Herald (the throughput scenario of this run) and each peer: delivered/s,
- * the ratio both ways, CPU µs per delivered event of every process of the
- * system (the sink excluded), duplicates (requests past the distinct ids).
+ * Each system of the peers scenario: delivered/s as median (min–max) of its
+ * rounds, the ratio of its median to graphile-worker's and to BullMQ's with
+ * persistence (AOF), CPU µs per delivered event by process (medians of the
+ * rounds; the sink excluded), requests past the distinct ids; then what a
+ * delivery cost PostgreSQL, for the systems on it.
  */
-function peersTable(throughput: Result | undefined, peersResult: Result): string {
-  const out: string[] = [];
+function peersTable(peersResult: Result): string {
+  const systems = (peersResult.systems ?? {}) as Record<string, Result>;
+  const medianOf = (name: string): number => ((systems[name]?.deliveredPerSec as Spread | undefined)?.median ?? Number.NaN);
+  const graphile = medianOf('graphile-worker');
+  const bullmqAof = medianOf('BullMQ, Redis AOF everysec');
+  const ratio = (a: number, b: number): string => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}×` : '—');
+  const spreadText = (s: Spread | undefined): string => (s === undefined ? '—' : s.min === s.max ? fmt(s.median) : `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})`);
   const cells: string[][] = [];
-  const heraldPerSec = typeof throughput?.eventsPerSec === 'number' && typeof throughput.error !== 'string' ? throughput.eventsPerSec : Number.NaN;
-  const ratio = (a: number, b: number): string => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? (a / b).toFixed(2) : '—');
-  if (Number.isFinite(heraldPerSec)) {
-    const own = throughput!.heraldCpuMicrosPerEvent as number | undefined;
-    const producer = throughput!.producerCpuMicrosPerEvent as number | undefined;
-    const total = typeof own === 'number' ? own + (typeof producer === 'number' ? producer : 0) : Number.NaN;
-    const duplicates = typeof throughput!.sinkRequests === 'number' && typeof throughput!.delivered === 'number' ? throughput!.sinkRequests - throughput!.delivered : Number.NaN;
-    cells.push(['Herald (SQLite, one process)', fmt(heraldPerSec), '1.00', '1.00', `herald ${fmt(own)}, producer ${fmt(producer)}`, fmt(total), fmt(duplicates)]);
-  } else {
-    out.push('Herald: no throughput result in this run, so no ratios');
-  }
-  const peers = (peersResult.peers ?? {}) as Record<string, Result>;
-  if (typeof peersResult.error === 'string') out.push(`peers: error: ${peersResult.error.split('\n')[0]}`);
-  for (const [name, p] of Object.entries(peers)) {
+  const notes: string[] = [];
+  const costs: string[] = [];
+  for (const [name, p] of Object.entries(systems)) {
     if (typeof p.skipped === 'string') {
-      out.push(`${name}: skipped — ${p.skipped}`);
+      notes.push(`${name}: skipped — ${p.skipped}`);
       continue;
     }
     if (typeof p.error === 'string') {
-      out.push(`${name}: FAILED — ${p.error.split('\n')[0]}`);
+      notes.push(`${name}: FAILED — ${p.error.split('\n')[0]}`);
       continue;
     }
-    const versions = Object.entries((p.versions ?? {}) as Record<string, string>).map(([k, v]) => `${k} ${v}`).join(', ');
-    const byRole = Object.entries((p.cpuUsPerEvent ?? {}) as Record<string, number>).map(([role, us]) => `${role} ${fmt(us)}`).join(', ');
-    const perSec = p.deliveredPerSec as number;
-    cells.push([`${name} (${versions})${p.complete === true ? '' : ` INCOMPLETE ${fmt(p.distinct)}/${fmt(peersResult.events)}`}`, fmt(perSec), ratio(perSec, heraldPerSec), ratio(heraldPerSec, perSec), byRole, fmt(p.cpuUsPerEventTotal), fmt(p.duplicates)]);
+    const rate = p.deliveredPerSec as Spread;
+    const cpu = p.cpuUsPerEvent as Record<string, Spread>;
+    const rounds = (p.rounds as Result[]).length;
+    cells.push([
+      `${name}${p.complete === true ? '' : ' INCOMPLETE'}`,
+      spreadText(rate),
+      ratio(rate.median, graphile),
+      ratio(rate.median, bullmqAof),
+      `${fmt(cpu.total?.median)} = ${fmt(cpu.worker?.median)} + ${fmt(cpu.producer?.median)} + ${fmt(cpu.database?.median)}`,
+      fmt(p.duplicates),
+      String(rounds),
+    ]);
+    if (p.pgCost !== undefined) costs.push(`\n${name}, what a delivery cost PostgreSQL (median round):\n${formatPgCost({ ...(p.pgCost as PgCost), top: (p.pgCost as PgCost).top.slice(0, 6) })}`);
   }
-  const head = ['system', 'delivered/s', 'peer / Herald', 'Herald / peer', 'CPU µs per delivered event, by process', 'CPU µs total', 'duplicates'];
+  const head = ['system', 'delivered/s median (min–max)', '× graphile-worker', '× BullMQ AOF', 'CPU µs per delivery: total = worker + producer + database', 'duplicates', 'rounds'];
   const w = head.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]!.length)));
   const row = (c: readonly string[]): string => `| ${c.map((x, i) => x.padEnd(w[i]!)).join(' | ')} |`;
-  const events = typeof peersResult.events === 'number' ? peersResult.events : '?';
   return [
-    `\nPeers: ${events} signed 1 KiB events, 100 endpoints, undici Pool of 16 connections, the sink excluded from CPU; peers' producer in the peers scenario process`,
+    `\nPeers: ${fmt(peersResult.events)} signed 1 KiB events (after a warm-up of ${fmt(peersResult.warmup)}), 100 endpoints, undici Pool of 16 connections; ` +
+      `Herald is the compiled herald start; every producer in its own process, ${fmt(peersResult.enqueueBatch)} per transaction; CPU from /proc, the sink excluded; medians of each column`,
     row(head),
     `| ${w.map((n) => '-'.repeat(n)).join(' | ')} |`,
     ...cells.map(row),
-    ...out,
+    ...notes,
+    ...costs,
   ].join('\n');
 }

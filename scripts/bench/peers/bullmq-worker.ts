@@ -1,5 +1,5 @@
 /**
- * The BullMQ peer's worker, in its own process (forked by bullmq-scenario.ts):
+ * The BullMQ peer's worker, in its own process (forked by bullmq-system.ts):
  * one `Worker` on the `deliveries` queue, concurrency 256, each job signed and
  * POSTed to the sink by the shared sender. Completed jobs are removed, as
  * BullMQ's production guide advises for high-volume queues.

@@ -1,6 +1,6 @@
 /**
  * The graphile-worker peer's worker, in its own process (forked by
- * graphile-scenario.ts): `run()` with concurrency 16 and the batching of
+ * graphile-system.ts): `run()` with concurrency 16 and the batching of
  * graphile-worker's performance page (https://worker.graphile.org/docs/performance):
  * a local queue of 500 jobs, job completions and failures batched
  * (`completeJobBatchDelay: 0`, `failJobBatchDelay: 0`), a pool of

@@ -8,7 +8,8 @@
  *
  * The workload is the throughput scenario's: `events` bodies of 1 KiB JSON
  * over 100 endpoint paths of the bench's sink, event `n` to `/ep/${n % 100}`
- * with `webhook-id: evt_${n}`.
+ * with `webhook-id: evt_${n}` (Herald names its events itself: the sink
+ * counts distinct ids either way).
  */
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -196,8 +197,17 @@ export class Cleanup {
     this.add(`remove ${dir}`, () => rmSync(dir, { recursive: true, force: true }));
   }
 
+  /** How many steps are registered: `undo(mark)` later undoes those added since (one round's processes). */
+  mark(): number {
+    return this.#steps.length;
+  }
+
   async run(): Promise<void> {
-    while (this.#steps.length > 0) {
+    await this.undo(0);
+  }
+
+  async undo(mark: number): Promise<void> {
+    while (this.#steps.length > mark) {
       const step = this.#steps.pop()!;
       try {
         await step.async();
@@ -312,7 +322,7 @@ export interface PeerMeasurement {
 }
 
 /**
- * Runs `produce` (the producer, in this process) while polling the sink for
+ * Runs `produce` (which has a producer enqueue the events) while polling the sink for
  * ids, until every one of `events` distinct ids has arrived or `timeoutMs`
  * passes. Time runs from the producer's start to the arrival (sink clock,
  * the machine's monotonic one) of the request that completed the set; CPU is
