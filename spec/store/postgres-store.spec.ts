@@ -243,6 +243,64 @@ describe('PostgresStore (what only PostgreSQL does)', () => {
     });
   });
 
+  context('when a delivery succeeds at its first attempt', () => {
+    /** Rows of the attempts table, by delivery. */
+    async function attemptRows(store: PostgresStore): Promise<Map<string, number>> {
+      const pool = new pg.Pool({ connectionString: await sharedDatabase(), max: 1 });
+      try {
+        const { rows } = await pool.query<{ delivery_id: string; n: string }>(`SELECT delivery_id, count(*) AS n FROM ${store.schema}.attempts GROUP BY delivery_id`);
+        return new Map(rows.map((row) => [row.delivery_id, Number(row.n)]));
+      } finally {
+        await pool.end();
+      }
+    }
+
+    it('keeps that attempt on the delivery, writes no attempt row, and lists it first; later attempts are rows', async () => {
+      const store = await opened();
+      const ids = await seed(store, ['ep_a'], 3);
+      await store.acquireLeases({ owner: 'node-a', slots: allSlots, now: clock.now(), leaseMs: LEASE_MS });
+      clock.advance(1_000);
+      const jobs = await store.claimDue({ owner: 'node-a', now: clock.now(), limit: 10, perEndpointLimit: 10, skipEndpointIds: [] });
+      const epoch = jobs[0]!.delivery.leaseEpoch;
+      const ok = { number: 1, startedAt: 1_100, durationMs: 7, outcome: OK, error: null };
+      const busy = { number: 1, startedAt: 1_200, durationMs: 9, outcome: BUSY, error: 'HTTP 503' };
+      await store.settle([
+        // First try: kept inline. Released first, then delivered: still the first attempt.
+        { kind: 'delivered', deliveryId: ids[0]!, epoch, attempt: ok },
+        { kind: 'release', deliveryId: ids[1]!, epoch, nextAttemptAt: clock.now() },
+        // Failed first: a row, and so is the success after it.
+        { kind: 'retry', deliveryId: ids[2]!, epoch, attempt: busy, nextAttemptAt: clock.now() },
+      ], clock.now());
+      const again = await store.claimDue({ owner: 'node-a', now: clock.now(), limit: 10, perEndpointLimit: 10, skipEndpointIds: [] });
+      expect(again.map((j) => j.delivery.id).sort()).to.deep.equal([ids[1]!, ids[2]!].sort());
+      await store.settle([
+        { kind: 'delivered', deliveryId: ids[1]!, epoch, attempt: { ...ok, startedAt: 1_300 } },
+        { kind: 'delivered', deliveryId: ids[2]!, epoch, attempt: { ...ok, number: 2, startedAt: 1_400 } },
+      ], clock.now());
+
+      expect(await attemptRows(store)).to.deep.equal(new Map([[ids[2]!, 2]]));
+      expect(await store.listAttempts(ids[0]!)).to.deep.equal([{ deliveryId: ids[0]!, number: 1, round: 0, startedAt: 1_100, durationMs: 7, outcome: OK, error: null }]);
+      expect((await store.listAttempts(ids[1]!)).map((a) => [a.number, a.startedAt])).to.deep.equal([[1, 1_300]]);
+      expect((await store.listAttempts(ids[2]!)).map((a) => [a.number, a.startedAt, a.error])).to.deep.equal([[1, 1_200, 'HTTP 503'], [2, 1_400, null]]);
+      expect((await store.getDelivery(ids[0]!))!.attempts).to.equal(1);
+    });
+
+    it('writes a replayed round\'s first success as a row after the round that died', async () => {
+      const store = await opened();
+      const [id] = await seed(store, ['ep_a'], 1);
+      await store.acquireLeases({ owner: 'node-a', slots: allSlots, now: clock.now(), leaseMs: LEASE_MS });
+      clock.advance(1_000);
+      const [job] = await store.claimDue({ owner: 'node-a', now: clock.now(), limit: 10, perEndpointLimit: 10, skipEndpointIds: [] });
+      const epoch = job!.delivery.leaseEpoch;
+      await store.settle([{ kind: 'dead', deliveryId: id!, epoch, attempt: { number: 1, startedAt: 1_100, durationMs: 5, outcome: BUSY, error: 'HTTP 503' }, deadLetterId: 'dl_1', reason: 'exhausted' }], clock.now());
+      expect(await store.replayDeadLetters({ ids: ['dl_1'] }, clock.now())).to.deep.equal(['dl_1']);
+      const [replayed] = await store.claimDue({ owner: 'node-a', now: clock.now(), limit: 10, perEndpointLimit: 10, skipEndpointIds: [] });
+      await store.settle([{ kind: 'delivered', deliveryId: id!, epoch: replayed!.delivery.leaseEpoch, attempt: { number: 1, startedAt: 1_500, durationMs: 5, outcome: OK, error: null } }], clock.now());
+      expect((await store.listAttempts(id!)).map((a) => [a.round, a.number, a.startedAt])).to.deep.equal([[0, 1, 1_100], [1, 1, 1_500]]);
+      expect(await attemptRows(store)).to.deep.equal(new Map([[id!, 2]]));
+    });
+  });
+
   context('when a delivery to dead-letter has lost its event', () => {
     it('fails the whole batch with HERALD_STORE and writes nothing of it', async () => {
       const store = await opened();

@@ -62,7 +62,15 @@ export class DeliveryLogQueries {
   }
 
   async listAttempts(sql: Sql, deliveryId: string): Promise<Attempt[]> {
-    const rows = await sql.query<AttemptRow>(`SELECT * FROM ${this.#s}.attempts WHERE delivery_id = $1 ORDER BY id`, [deliveryId]);
+    // A first-attempt success kept on the delivery's row (settle.ts) came before any row of attempts.
+    const rows = await sql.query<AttemptRow>(`
+      SELECT delivery_id, number, round, started_at, duration_ms, outcome, error FROM (
+        SELECT id AS delivery_id, 1 AS number, 0 AS round, first_started_at AS started_at, first_duration_ms AS duration_ms,
+          first_outcome AS outcome, first_error AS error, 0::bigint AS seq
+        FROM ${this.#s}.deliveries WHERE id = $1 AND first_started_at IS NOT NULL
+        UNION ALL
+        SELECT delivery_id, number, round, started_at, duration_ms, outcome, error, id FROM ${this.#s}.attempts WHERE delivery_id = $1
+      ) a ORDER BY seq`, [deliveryId]);
     return rows.map(attemptFromRow);
   }
 

@@ -514,13 +514,23 @@ export class PostgresStore implements Store {
   /** A statement of at most `PURGE_CHUNK` rows per operation: no long transaction keeps vacuum from reclaiming rows. */
   async purge(before: number): Promise<PurgeResult> {
     const drain = (purgeChunk: (sql: Sql) => Promise<number>): Promise<number> => purgeInChunks(PURGE_CHUNK, () => this.#run('purge', purgeChunk));
-    return purgeInOrder({
-      attempts: () => drain((sql) => this.#queries.retention.purgeAttempts(sql, before)),
-      deadLetters: () => drain((sql) => this.#queries.retention.purgeDeadLetters(sql, before)),
-      events: () => drain((sql) => this.#queries.retention.purgeEvents(sql, before)),
-      replayJobs: () => drain((sql) => this.#queries.retention.purgeReplayJobs(sql, before)),
+    const { retention } = this.#queries;
+    // First-attempt successes kept on their deliveries' rows (settle.ts) count as attempts: those that
+    // go with their deliveries, then, once the events are purged, those left on deliveries that stay.
+    let inlineAttempts = 0;
+    const result = await purgeInOrder({
+      attempts: () => drain((sql) => retention.purgeAttempts(sql, before)),
+      deadLetters: () => drain((sql) => retention.purgeDeadLetters(sql, before)),
+      events: () => drain(async (sql) => {
+        const gone = await retention.purgeEvents(sql, before);
+        inlineAttempts += gone.inlineAttempts;
+        return gone.events;
+      }),
+      replayJobs: () => drain((sql) => retention.purgeReplayJobs(sql, before)),
       endpointChanges: () => drain((sql) => this.#queries.endpointChanges.purge(sql, before)),
     });
+    inlineAttempts += await drain((sql) => retention.purgeInlineAttempts(sql, before));
+    return { ...result, attempts: result.attempts + inlineAttempts };
   }
 
   /** Runs one port operation on the pool (`PostgresConnection.run`). */

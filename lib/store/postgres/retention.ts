@@ -31,9 +31,10 @@ export class RetentionQueries {
         FOR UPDATE SKIP LOCKED
       ),
       -- By key lookups (= ANY of an array): joined to the chunk, the deletes were planned as scans of both tables.
-      deliveries_gone AS (DELETE FROM ${s}.deliveries WHERE event_id = ANY(ARRAY(SELECT id FROM doomed))),
+      deliveries_gone AS (DELETE FROM ${s}.deliveries WHERE event_id = ANY(ARRAY(SELECT id FROM doomed))
+        RETURNING first_started_at IS NOT NULL AS inline),
       gone AS (DELETE FROM ${s}.events WHERE id = ANY(ARRAY(SELECT id FROM doomed)) RETURNING 1)
-      SELECT count(*) AS n FROM gone`;
+      SELECT (SELECT count(*) FROM gone) AS n, (SELECT count(*) FROM deliveries_gone WHERE inline) AS inline`;
     this.statements = { purgeEvents: { text: purgeEvents } };
   }
 
@@ -54,8 +55,24 @@ export class RetentionQueries {
    * dead letter of it still waits for a replay (a replay needs the event to send); its deliveries
    * go with it.
    */
-  async purgeEvents(sql: Sql, before: number): Promise<number> {
-    return this.#count(sql, this.statements.purgeEvents.text, before);
+  async purgeEvents(sql: Sql, before: number): Promise<{ readonly events: number; readonly inlineAttempts: number }> {
+    const [row] = await sql.query<{ n: number; inline: number }>(this.statements.purgeEvents.text, [before]);
+    return { events: Number(row?.n ?? 0), inlineAttempts: Number(row?.inline ?? 0) };
+  }
+
+  /**
+   * First-attempt successes kept on their deliveries' rows (settle.ts) that are older than the
+   * horizon, on deliveries that outlive it (their event is kept for another delivery or a dead
+   * letter): their columns cleared, as an attempt's row would be deleted. Found through
+   * deliveries_created (a delivery is created before its attempt starts).
+   */
+  async purgeInlineAttempts(sql: Sql, before: number): Promise<number> {
+    const s = this.#s;
+    return this.#count(sql, `WITH gone AS (
+        UPDATE ${s}.deliveries SET first_started_at = NULL, first_duration_ms = NULL, first_outcome = NULL, first_error = NULL
+        WHERE id = ANY(ARRAY(SELECT id FROM ${s}.deliveries WHERE created_at < $1 AND first_started_at < $1 LIMIT ${PURGE_CHUNK}))
+        RETURNING 1)
+      SELECT count(*) AS n FROM gone`, before);
   }
 
   /** Replay jobs that ended before the horizon (a running one has no `finished_at`). */

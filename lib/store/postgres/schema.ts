@@ -393,6 +393,18 @@ DROP INDEX IF EXISTS ${s}.events_created;
 CREATE INDEX IF NOT EXISTS events_fanned_created ON ${s}.events (created_at) WHERE fanned_out_at IS NOT NULL;
 `,
   },
+  {
+    version: 17,
+    what: "a first-attempt success is kept on its delivery's row, not as a row of attempts",
+    // Most deliveries succeed at their first attempt: its row of `attempts` (a heap tuple and three
+    // index entries) cost the settle more than the delivery's own update. Such an attempt is now
+    // written into these columns by the same update; every later attempt (a retry, or a replay's
+    // round) is a row of `attempts` as before. Deliveries settled before this version keep their rows.
+    sql: (s) => `
+ALTER TABLE ${s}.deliveries ADD COLUMN IF NOT EXISTS first_started_at bigint, ADD COLUMN IF NOT EXISTS first_duration_ms integer,
+  ADD COLUMN IF NOT EXISTS first_outcome jsonb, ADD COLUMN IF NOT EXISTS first_error text;
+`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

@@ -9,11 +9,18 @@
  *
  * Attempt numbers are the store's count of attempts in the round after this
  * one, so they stay right even if the engine's copy of the delivery was stale.
+ *
+ * A success at a delivery's very first attempt (most of them) is written into
+ * the delivery's `first_*` columns by its own update, not as a row of
+ * `attempts`: `DeliveryLogQueries.listAttempts` reads it back first.
  */
 import { StoreError } from '../../errors.ts';
 import { failureKind } from '../../policy/failure-kind.ts';
 import type { SettleResult, Settlement } from '../port.ts';
 import { named, type Sql, type Statement } from './sql.ts';
+
+/** In the settle's SET list (the row before it): a success at the delivery's first attempt of its first round. */
+const FIRST_SUCCESS = `b.kind = 'delivered' AND d.attempts = 0 AND d.round = 0`;
 
 export class SettleQueries {
   readonly #settle: Statement;
@@ -43,7 +50,12 @@ export class SettleQueries {
           delivered_at = CASE WHEN b.kind = 'delivered' THEN $11 ELSE d.delivered_at END,
           last_failure_kind = CASE b.kind WHEN 'release' THEN d.last_failure_kind ELSE b.failure_kind END,
           last_failure_at = CASE b.kind WHEN 'release' THEN d.last_failure_at WHEN 'delivered' THEN NULL ELSE $11 END,
-          updated_at = $11
+          updated_at = $11,
+          -- A success at the delivery's very first attempt is kept here (inline, below), not in attempts.
+          first_started_at = CASE WHEN ${FIRST_SUCCESS} THEN b.started_at ELSE d.first_started_at END,
+          first_duration_ms = CASE WHEN ${FIRST_SUCCESS} THEN b.duration_ms ELSE d.first_duration_ms END,
+          first_outcome = CASE WHEN ${FIRST_SUCCESS} THEN b.outcome::jsonb ELSE d.first_outcome END,
+          first_error = CASE WHEN ${FIRST_SUCCESS} THEN b.error ELSE d.first_error END
         FROM batch b
         -- Found by primary key, so the cost follows the batch. Written "status || ''" so the planner
         -- cannot reach the rows through deliveries_in_flight instead: under load that index holds
@@ -51,12 +63,14 @@ export class SettleQueries {
         WHERE d.id = b.id AND d.status || '' = 'in_flight' AND d.lease_epoch = b.epoch
           AND d.lease_epoch = (SELECT l.epoch FROM ${s}.leases l WHERE l.slot = d.slot)
         RETURNING d.id, d.attempts, d.round, d.endpoint_id, d.event_id, d.tenant_id, d.event_type,
-                  b.kind, b.ord, b.started_at, b.duration_ms, b.outcome, b.error, b.dead_letter_id, b.reason, b.failure_kind
+                  b.kind, b.ord, b.started_at, b.duration_ms, b.outcome, b.error, b.dead_letter_id, b.reason, b.failure_kind,
+                  -- RETURNING sees the row as written: one attempt in round 0 is the first there ever was.
+                  b.kind = 'delivered' AND d.attempts = 1 AND d.round = 0 AS inline
       ),
       attempted AS (
         INSERT INTO ${s}.attempts (delivery_id, number, round, started_at, duration_ms, outcome, error)
         SELECT id, attempts, round, started_at, duration_ms, outcome::jsonb, error
-        FROM settled WHERE kind <> 'release' ORDER BY ord
+        FROM settled WHERE kind <> 'release' AND NOT inline ORDER BY ord
       ),
       -- Each outcome beside its endpoint's last success in the batch, then one row per endpoint:
       -- one sort, where a lookup per endpoint into the batch cost batch × endpoints.

@@ -5,7 +5,8 @@
 import { expect } from 'chai';
 import type { ManualClock } from '../../../lib/clock.ts';
 import type { Store } from '../../../lib/store/port.ts';
-import { DAY, OK, BUSY, makeEvent, attempt, type ConformanceSuite } from './fixtures.ts';
+import { slotOf } from '../../../lib/ids.ts';
+import { DAY, OK, BUSY, SLOTS, makeEvent, attempt, type ConformanceSuite } from './fixtures.ts';
 
 export function describePurge(suite: ConformanceSuite): void {
   const { addEndpoint, seed, lease, claim, claimedDelivery } = suite;
@@ -69,6 +70,32 @@ export function describePurge(suite: ConformanceSuite): void {
         expect(await store.getEvent(recent.event.id)).to.not.equal(undefined);
         expect((await store.getDeadLetter('dl_recent'))?.attempts).to.have.length(1);
         expect(await store.replayDeadLetters({ ids: ['dl_recent'] }, clock.now())).to.deep.equal(['dl_recent']);
+      });
+
+      it('deletes an old attempt of a delivery that stays (its event kept for another delivery), and counts it', async () => {
+        await addEndpoint('ep_1');
+        await addEndpoint('ep_2');
+        // One event, two deliveries: one delivered at its first attempt, one still waiting.
+        const event = makeEvent('evt_shared', 'acme', clock.now());
+        await store.appendEvents([event]);
+        const [done, waiting] = ['ep_1', 'ep_2'].map((endpointId) => ({
+          id: `dlv_${endpointId}`, eventId: event.id, endpointId, tenantId: 'acme', eventType: event.type,
+          slot: slotOf(endpointId, SLOTS), nextAttemptAt: endpointId === 'ep_1' ? clock.now() : clock.now() + 90 * DAY, createdAt: clock.now(), orderingKey: null,
+        }));
+        await store.recordFanOuts([{ eventId: event.id, deliveries: [done!, waiting!] }], clock.now());
+        await lease();
+        const claimed = await claim();
+        expect(claimed.map((job) => job.delivery.id)).to.deep.equal([done!.id]);
+        await store.settle([{ kind: 'delivered', deliveryId: done!.id, epoch: claimed[0]!.delivery.leaseEpoch, attempt: attempt(clock.now(), OK, null) }], clock.now());
+        expect(await store.listAttempts(done!.id)).to.have.length(1);
+
+        clock.advance(40 * DAY);
+        const result = await store.purge(clock.now() - 30 * DAY);
+        expect(result.attempts).to.equal(1);
+        expect(result.events, 'the event waits for its other delivery').to.equal(0);
+        expect((await store.getDelivery(done!.id))?.status).to.equal('delivered');
+        expect(await store.listAttempts(done!.id)).to.deep.equal([]);
+        expect((await store.purge(clock.now() - 30 * DAY)).attempts, 'nothing left to purge').to.equal(0);
       });
     });
   });
