@@ -10,7 +10,6 @@ import { DeliveryStatus as Status } from '../../model.ts';
 import type { FanOut, FanOutClaim } from '../port.ts';
 import type { LeaseStatements } from './leases.ts';
 import { deliveryFromRow, eventFromRow, type DeliveryRow, type EventRow } from '../sql-rows.ts';
-import { DELIVERY_COLUMNS } from './rows.ts';
 import type { Statement } from './sql.ts';
 
 export class FanOutStatements {
@@ -53,15 +52,14 @@ export class FanOutStatements {
     // Through the partial index of waiting events: the count stops at the cap.
     this.#countUnfanned = db.prepare<unknown[], number>(`SELECT count(*) FROM (SELECT 1 FROM events WHERE fanned_out_at IS NULL LIMIT ?)`).pluck();
     this.#markFannedOut = db.prepare(`UPDATE events SET fanned_out_at = COALESCE(fanned_out_at, @now) WHERE id = @id`);
-    // RETURNING gives the row only when it was inserted (not when the id existed). Only a conflict
-    // on the id is ignored: a number already given (the unique (endpoint_id, sequence)) is an error.
-    this.#insertDelivery = db.prepare<unknown[], DeliveryRow>(`INSERT INTO deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot,
+    // Only a conflict on the id is ignored (no change: the id existed): a number already given (the
+    // unique (endpoint_id, sequence)) is an error. No RETURNING: the row is what these values make
+    // (`insertedRow`), and reading it back cost more than building it.
+    this.#insertDelivery = db.prepare(`INSERT INTO deliveries (id, event_id, endpoint_id, tenant_id, event_type, slot,
         status, attempts, round, next_attempt_at, lease_epoch, last_error, created_at, updated_at, delivered_at, sequence, ordering_key)
       VALUES (@id, @eventId, @endpointId, @tenantId, @eventType, @slot,
-        @status, 0, 0, @nextAttemptAt, @epoch, NULL, @createdAt, CASE WHEN @status = 'pending' THEN @createdAt ELSE @now END, NULL,
-        @sequence, @orderingKey)
-      ON CONFLICT (id) DO NOTHING
-      RETURNING ${DELIVERY_COLUMNS}`);
+        @status, 0, 0, @nextAttemptAt, @epoch, NULL, @createdAt, @updatedAt, NULL, @sequence, @orderingKey)
+      ON CONFLICT (id) DO NOTHING`);
     this.#isFifo = db.prepare<unknown[], number>(`SELECT 1 FROM endpoints WHERE id = ? AND ordering = 'fifo'`).pluck();
     // Through deliveries_open_line: a new delivery is last in its line, so it is the head only of an empty one.
     this.#lineOpen = db.prepare<unknown[], number>(`SELECT 1 FROM deliveries
@@ -134,27 +132,28 @@ export class FanOutStatements {
       for (const d of deliveries) {
         const epoch = claim?.deliveryIds.has(d.id) === true && mayGoInFlight(d) ? epochOf(d.slot, claim.owner) : undefined;
         const counter = sequenceOf(d.endpointId);
-        const row = this.#insertDelivery.get({
-          id: d.id,
-          eventId: d.eventId,
-          endpointId: d.endpointId,
-          tenantId: d.tenantId,
-          eventType: d.eventType,
-          slot: d.slot,
-          status: epoch === undefined ? Status.PENDING : Status.IN_FLIGHT,
-          epoch: epoch ?? 0,
-          nextAttemptAt: d.nextAttemptAt,
-          createdAt: d.createdAt,
-          now,
-          sequence: counter.last + 1,
-          orderingKey: d.orderingKey,
-        });
-        // No row: the id existed (a re-planned event), and the number stays free for the next one.
-        if (row !== undefined) {
+        const row = insertedRow(d, epoch, now, counter.last + 1);
+        const inserted = this.#insertDelivery.run({
+          id: row.id,
+          eventId: row.event_id,
+          endpointId: row.endpoint_id,
+          tenantId: row.tenant_id,
+          eventType: row.event_type,
+          slot: row.slot,
+          status: row.status,
+          epoch: row.lease_epoch,
+          nextAttemptAt: row.next_attempt_at,
+          createdAt: row.created_at,
+          updatedAt: row.updated_at,
+          sequence: row.sequence,
+          orderingKey: row.ordering_key,
+        }).changes > 0;
+        // Not inserted: the id existed (a re-planned event), and the number stays free for the next one.
+        if (inserted) {
           counter.last += 1;
           counter.changed = true;
         }
-        if (row !== undefined && epoch !== undefined) claimed.push(deliveryFromRow(row));
+        if (inserted && epoch !== undefined) claimed.push(deliveryFromRow(row));
       }
     }
     for (const [endpointId, counter] of sequences) {
@@ -167,4 +166,27 @@ export class FanOutStatements {
     const row = this.#getEvent.get(id);
     return row === undefined ? undefined : eventFromRow(row);
   }
+}
+
+/** The row a new delivery is inserted as: in flight at `epoch` when given, else pending. */
+function insertedRow(d: FanOut['deliveries'][number], epoch: number | undefined, now: number, sequence: number): DeliveryRow {
+  return {
+    id: d.id,
+    event_id: d.eventId,
+    endpoint_id: d.endpointId,
+    tenant_id: d.tenantId,
+    event_type: d.eventType,
+    slot: d.slot,
+    status: epoch === undefined ? Status.PENDING : Status.IN_FLIGHT,
+    attempts: 0,
+    round: 0,
+    next_attempt_at: d.nextAttemptAt,
+    lease_epoch: epoch ?? 0,
+    last_error: null,
+    created_at: d.createdAt,
+    updated_at: epoch === undefined ? d.createdAt : now,
+    delivered_at: null,
+    sequence,
+    ordering_key: d.orderingKey,
+  };
 }
