@@ -344,4 +344,41 @@ describe('SqliteStore', () => {
       });
     });
   });
+  describe('a success at the first attempt', () => {
+    it('is kept on the delivery, writes no attempt row, and is listed first; later attempts and rounds are rows', async () => {
+      const path = join(dir, 'herald.db');
+      const store = openStore(path);
+      await store.init({ slotCount: 4 });
+      const now = clock.now();
+      await store.createEndpoint({
+        id: 'ep_1', tenantId: 'acme', url: 'https://hooks.example.com/1', description: '', eventTypes: [],
+        retry: { preset: 'default' }, timeoutMs: 1_000, mode: 'at-least-once', ordering: 'none', concurrency: 8, status: 'enabled',
+        disabledReason: null, failingSince: null, secrets: [], createdAt: now, updatedAt: now,
+      });
+      const ids = ['evt_1', 'evt_2'].map((eventId) => deliveryIdFor(eventId, 'ep_1', now));
+      await store.appendEvents(['evt_1', 'evt_2'].map((id) => ({ id, tenantId: 'acme', type: 't', payload: '{}', createdAt: now, endpointId: null, orderingKey: null })));
+      await store.recordFanOuts(['evt_1', 'evt_2'].map((eventId, i) => ({ eventId, deliveries: [{
+        id: ids[i]!, eventId, endpointId: 'ep_1', tenantId: 'acme', eventType: 't', slot: slotOf('ep_1', 4), nextAttemptAt: now, createdAt: now, orderingKey: null,
+      }] })), now);
+      await store.acquireLeases({ owner: 'a', slots: [0, 1, 2, 3], now, leaseMs: 60_000 });
+      const jobs = await store.claimDue({ owner: 'a', now, limit: 10, perEndpointLimit: 10, skipEndpointIds: [] });
+      const epoch = jobs[0]!.delivery.leaseEpoch;
+      const ok: Outcome = { kind: 'response', status: 200, location: null, retryAfter: null, body: 'ok' };
+      const busy: Outcome = { kind: 'response', status: 503, location: null, retryAfter: null, body: 'busy' };
+      await store.settle([
+        { kind: 'delivered', deliveryId: ids[0]!, epoch, attempt: { number: 1, startedAt: now + 5, durationMs: 7, outcome: ok, error: null } },
+        { kind: 'retry', deliveryId: ids[1]!, epoch, nextAttemptAt: now, attempt: { number: 1, startedAt: now + 6, durationMs: 9, outcome: busy, error: 'HTTP 503' } },
+      ], now);
+      const [again] = await store.claimDue({ owner: 'a', now, limit: 10, perEndpointLimit: 10, skipEndpointIds: [] });
+      await store.settle([{ kind: 'delivered', deliveryId: ids[1]!, epoch, attempt: { number: 2, startedAt: now + 8, durationMs: 4, outcome: ok, error: null } }], now);
+      expect(again?.delivery.id).to.equal(ids[1]);
+
+      const raw = new Database(path, { readonly: true });
+      opened.push(raw);
+      const rows = raw.prepare(`SELECT delivery_id, count(*) AS n FROM attempts GROUP BY delivery_id`).all();
+      expect(rows).to.deep.equal([{ delivery_id: ids[1], n: 2 }]);
+      expect(await store.listAttempts(ids[0]!)).to.deep.equal([{ deliveryId: ids[0]!, number: 1, round: 0, startedAt: now + 5, durationMs: 7, outcome: ok, error: null }]);
+      expect((await store.listAttempts(ids[1]!)).map((a) => [a.number, a.startedAt])).to.deep.equal([[1, now + 6], [2, now + 8]]);
+    });
+  });
 });

@@ -22,7 +22,15 @@ export class DeliveryLogStatements {
   constructor(db: BetterSqlite3.Database, dynamic: DynamicStatements) {
     this.#dynamic = dynamic;
     this.#get = db.prepare<unknown[], DeliveryRow>(`SELECT * FROM deliveries WHERE id = ?`);
-    this.#listAttempts = db.prepare<unknown[], AttemptRow>(`SELECT * FROM attempts WHERE delivery_id = ? ORDER BY id`);
+    // A first-attempt success kept on the delivery's row (settle.ts) came before any row of attempts.
+    this.#listAttempts = db.prepare<unknown[], AttemptRow>(`
+      SELECT delivery_id, number, round, started_at, duration_ms, outcome, error FROM (
+        SELECT id AS delivery_id, 1 AS number, 0 AS round, first_started_at AS started_at, first_duration_ms AS duration_ms,
+          first_outcome AS outcome, first_error AS error, 0 AS seq
+        FROM deliveries WHERE id = @id AND first_started_at IS NOT NULL
+        UNION ALL
+        SELECT delivery_id, number, round, started_at, duration_ms, outcome, error, id FROM attempts WHERE delivery_id = @id
+      ) ORDER BY seq`);
     this.#count = db.prepare<unknown[], { status: string; n: number }>(
       `SELECT status, count(*) AS n FROM deliveries GROUP BY status`,
     );
@@ -70,7 +78,7 @@ export class DeliveryLogStatements {
   }
 
   listAttempts(deliveryId: string): Attempt[] {
-    return this.#listAttempts.all(deliveryId).map(attemptFromRow);
+    return this.#listAttempts.all({ id: deliveryId }).map(attemptFromRow);
   }
 
   count(): Readonly<Record<DeliveryStatus, number>> {

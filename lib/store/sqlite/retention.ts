@@ -16,6 +16,8 @@ export class RetentionStatements {
   readonly #deadLetters: Statement;
   readonly #purgeableEvents: Statement<string>;
   readonly #eventDeliveries: Statement;
+  readonly #eventInlineAttempts: Statement<number>;
+  readonly #inlineAttempts: Statement;
   readonly #events: Statement;
   readonly #deliveryMinutes: Statement;
   readonly #replayJobs: Statement;
@@ -34,6 +36,12 @@ export class RetentionStatements {
         AND NOT EXISTS (SELECT 1 FROM dead_letters dl WHERE dl.event_id = ev.id AND dl.replayed_at IS NULL)
       LIMIT @limit`).pluck();
     this.#eventDeliveries = db.prepare(`DELETE FROM deliveries WHERE event_id IN (SELECT value FROM json_each(?))`);
+    this.#eventInlineAttempts = db.prepare<unknown[], number>(`SELECT count(*) FROM deliveries
+      WHERE event_id IN (SELECT value FROM json_each(?)) AND first_started_at IS NOT NULL`).pluck();
+    // Through deliveries_created: a delivery is created before its first attempt starts.
+    this.#inlineAttempts = db.prepare(`UPDATE deliveries SET first_started_at = NULL, first_duration_ms = NULL, first_outcome = NULL,
+        first_error = NULL
+      WHERE rowid IN (SELECT rowid FROM deliveries WHERE created_at < @before AND first_started_at < @before LIMIT @limit)`);
     this.#events = db.prepare(`DELETE FROM events WHERE id IN (SELECT value FROM json_each(?))`);
     // A job's row is its record (progress, error) once it has ended: kept as long as the dead letters.
     this.#replayJobs = db.prepare(`DELETE FROM replay_jobs WHERE id IN
@@ -56,10 +64,21 @@ export class RetentionStatements {
    * Deletes up to `PURGE_CHUNK` purgeable events with their deliveries; answers how many events.
    * Reads, then deletes from two tables: run it in a transaction.
    */
-  purgeEvents(before: number): number {
+  purgeEvents(before: number): { readonly events: number; readonly inlineAttempts: number } {
     const ids = JSON.stringify(this.#purgeableEvents.all({ before, limit: PURGE_CHUNK }));
+    // First-attempt successes kept on these deliveries' rows (settle.ts) go with them: counted as attempts.
+    const inlineAttempts = this.#eventInlineAttempts.get(ids) ?? 0;
     this.#eventDeliveries.run(ids);
-    return this.#events.run(ids).changes;
+    return { events: this.#events.run(ids).changes, inlineAttempts };
+  }
+
+  /**
+   * Clears up to `PURGE_CHUNK` first-attempt successes kept on deliveries' rows (settle.ts) that
+   * started before `before`, on deliveries that outlive the horizon (their event is kept for
+   * another delivery or a dead letter); answers how many.
+   */
+  purgeInlineAttempts(before: number): number {
+    return this.#inlineAttempts.run({ before, limit: PURGE_CHUNK }).changes;
   }
 
   /** Deletes up to `PURGE_CHUNK` replay jobs that ended before `before`; answers how many. */

@@ -224,6 +224,20 @@ ALTER TABLE nodes ADD COLUMN in_flight INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE nodes ADD COLUMN clock_offset_ms INTEGER NOT NULL DEFAULT 0;
 `,
   },
+  {
+    version: 15,
+    what: "a first-attempt success is kept on its delivery's row, not as a row of attempts",
+    // Most deliveries succeed at their first attempt: its row of `attempts` (and two index
+    // entries) cost the settle as much as the delivery's own update. Such an attempt is now written
+    // into these columns by that update; every later attempt (a retry, or a replay's round) is a row
+    // of `attempts` as before. Deliveries settled before this version keep their rows.
+    sql: `
+ALTER TABLE deliveries ADD COLUMN first_started_at INTEGER;
+ALTER TABLE deliveries ADD COLUMN first_duration_ms INTEGER;
+ALTER TABLE deliveries ADD COLUMN first_outcome TEXT;
+ALTER TABLE deliveries ADD COLUMN first_error TEXT;
+`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */

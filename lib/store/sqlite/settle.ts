@@ -6,6 +6,10 @@
  *
  * Attempt numbers are the store's count of attempts in the round after this
  * one, so they stay right even if the engine's copy of the delivery was stale.
+ *
+ * A success at a delivery's very first attempt (most of them) is written into
+ * the delivery's `first_*` columns by its own update, not as a row of
+ * `attempts`: `DeliveryLogStatements.listAttempts` reads it back first.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { StoreError } from '../../errors.ts';
@@ -41,8 +45,15 @@ export class SettleStatements {
   readonly #markFailing: Statement;
 
   constructor(db: BetterSqlite3.Database) {
+    // A success at the delivery's very first attempt (no attempt before, first round) is kept in
+    // its row; RETURNING then reads attempts = 1 and round = 0, and no attempt row is written.
+    const first = `attempts = 0 AND round = 0`;
     this.#delivered = db.prepare<unknown[], SettledRow>(`UPDATE deliveries SET status = 'delivered', attempts = attempts + 1,
-        last_error = @error, delivered_at = @now, updated_at = @now, last_failure_kind = NULL, last_failure_at = NULL
+        last_error = @error, delivered_at = @now, updated_at = @now, last_failure_kind = NULL, last_failure_at = NULL,
+        first_started_at = CASE WHEN ${first} THEN @startedAt ELSE first_started_at END,
+        first_duration_ms = CASE WHEN ${first} THEN @durationMs ELSE first_duration_ms END,
+        first_outcome = CASE WHEN ${first} THEN @outcome ELSE first_outcome END,
+        first_error = CASE WHEN ${first} THEN @error ELSE first_error END
       WHERE ${FENCE} ${SETTLED}`);
     this.#retry = db.prepare<unknown[], SettledRow>(`UPDATE deliveries SET status = 'pending', attempts = attempts + 1,
         next_attempt_at = @next, last_error = @error, updated_at = @now, last_failure_kind = @kind, last_failure_at = @now
@@ -78,10 +89,11 @@ export class SettleStatements {
     }
     const { attempt } = settlement;
     const kind = failureKind(attempt.outcome);
+    const outcome = JSON.stringify(attempt.outcome);
     let row: SettledRow | undefined;
     switch (settlement.kind) {
       case 'delivered':
-        row = this.#delivered.get({ ...fence, error: attempt.error });
+        row = this.#delivered.get({ ...fence, error: attempt.error, startedAt: attempt.startedAt, durationMs: attempt.durationMs, outcome });
         break;
       case 'retry':
         row = this.#retry.get({ ...fence, error: attempt.error, next: settlement.nextAttemptAt, kind });
@@ -91,8 +103,8 @@ export class SettleStatements {
         break;
     }
     if (row === undefined) return false;
-    const outcome = JSON.stringify(attempt.outcome);
-    this.#insertAttempt.run({
+    const inline = settlement.kind === 'delivered' && row.attempts === 1 && row.round === 0;
+    if (!inline) this.#insertAttempt.run({
       deliveryId: settlement.deliveryId,
       number: row.attempts,
       round: row.round,

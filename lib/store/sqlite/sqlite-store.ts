@@ -515,13 +515,22 @@ export class SqliteStore implements Store {
   async purge(before: number): Promise<PurgeResult> {
     // One statement or transaction of at most PURGE_CHUNK rows per operation, as in replay.
     const drain = (purgeChunk: (state: OpenState) => number): Promise<number> => purgeInChunks(PURGE_CHUNK, () => this.#run('purge', purgeChunk));
-    return purgeInOrder({
+    // First-attempt successes kept on their deliveries' rows (settle.ts) count as attempts: those that
+    // go with their deliveries, then, once the events are purged, those left on deliveries that stay.
+    let inlineAttempts = 0;
+    const result = await purgeInOrder({
       attempts: () => drain(({ retention }) => retention.purgeAttempts(before)),
       deadLetters: () => drain(({ retention }) => retention.purgeDeadLetters(before)),
-      events: () => drain(({ db, retention }) => db.transaction(() => retention.purgeEvents(before)).immediate()),
+      events: () => drain(({ db, retention }) => db.transaction(() => {
+        const gone = retention.purgeEvents(before);
+        inlineAttempts += gone.inlineAttempts;
+        return gone.events;
+      }).immediate()),
       replayJobs: () => drain(({ retention }) => retention.purgeReplayJobs(before)),
       endpointChanges: () => drain(({ endpointChanges }) => endpointChanges.purge(before)),
     });
+    inlineAttempts += await drain(({ retention }) => retention.purgeInlineAttempts(before));
+    return { ...result, attempts: result.attempts + inlineAttempts };
   }
 
   /** Runs one port operation on the connection (`SqliteConnection.run`). */
