@@ -18,8 +18,8 @@
  * `HERALD_BENCH_SERVICE_CONFIG='{"engine":{"pollIntervalMs":5}}'` runs the
  * service with those settings instead of the defaults (to measure what a
  * setting buys); `HERALD_BENCH_STORES=sqlite` runs one store only.
- * `HERALD_BENCH_CPU_PROF=<dir>` writes a `--cpu-prof` profile of each service
- * into <dir> (summarise it with scripts/bench/profile-top.ts).
+ * `HERALD_BENCH_CPU_PROF=<dir>` writes `--cpu-prof` profiles of each service's
+ * threads into <dir>/sqlite and <dir>/postgres (summarise it with scripts/bench/profile-top.ts).
  */
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -36,7 +36,7 @@ const ENDPOINTS = 100;
 const BODY_BYTES = 1024;
 const TICK_MS = 10;
 /** After the last commit, how long the last events have to arrive. */
-const DRAIN_LIMIT_MS = 30_000;
+const DRAIN_LIMIT_MS = 60_000;
 const TAKE_EVERY_MS = 2_000;
 export const PROFILE_ENV = 'HERALD_BENCH_CPU_PROF';
 export const SERVICE_CONFIG_ENV = 'HERALD_BENCH_SERVICE_CONFIG';
@@ -47,15 +47,18 @@ const TARGETS = {
   postgres: { p50Ms: 10, p99Ms: 40 },
 } as const;
 
-interface Load {
+export interface Load {
   readonly rate: number;
   readonly seconds: number;
   readonly warmupSeconds: number;
+  /** One producer transaction per tick. @default 10 */
+  readonly tickMs?: number;
 }
 
 type StoreResult = Latencies & {
   readonly achievedPerSec: number;
   readonly producerLateMs: { readonly p50: number; readonly p99: number; readonly max: number };
+  readonly producerBehindAtEndMs: number;
   readonly transactions: number;
   /** % of one core over the window. */
   readonly mainThreadBusyPct: number;
@@ -81,18 +84,19 @@ async function measureStore(kind: 'sqlite' | 'postgres', load: Load, sink: SinkP
     }
   }
   const profileDir = process.env[PROFILE_ENV];
-  if (profileDir !== undefined) mkdirSync(profileDir, { recursive: true });
+  // One folder per store; Node names each thread's profile (main, store thread, signing) by pid and thread id.
+  if (profileDir !== undefined) mkdirSync(resolve(profileDir, kind), { recursive: true });
   const config = process.env[SERVICE_CONFIG_ENV];
   const service = await startHeraldService({
     store: storeSetting,
     ...(config === undefined ? {} : { config: JSON.parse(config) as ConfigOverrides }),
-    ...(profileDir === undefined ? {} : { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${resolve(profileDir)}`, `--cpu-prof-name=latency-${kind}-${Date.now()}.cpuprofile`] }),
+    ...(profileDir === undefined ? {} : { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${resolve(profileDir, kind)}`] }),
   });
   cleanup.add(`herald ${service.pid}`, () => process.kill(service.pid, 'SIGKILL'), () => service.close());
   const endpointIds = await service.createEndpoints('bench', Array.from({ length: ENDPOINTS }, (_, i) => `${sink.url}/ep/${i}`));
   const store: ProducerStore = kind === 'sqlite' ? { kind, path: service.sqlitePath! } : { kind, url: storeSetting };
   const producer = await startOpenLoopProducer(
-    { store, tenantId: 'bench', endpointIds, bodyBytes: BODY_BYTES, schedule: { kind: 'open-loop', ...load, tickMs: TICK_MS } },
+    { store, tenantId: 'bench', endpointIds, bodyBytes: BODY_BYTES, schedule: { kind: 'open-loop', rate: load.rate, seconds: load.seconds, warmupSeconds: load.warmupSeconds, tickMs: load.tickMs ?? TICK_MS } },
     cleanup,
   );
 
@@ -135,6 +139,7 @@ async function measureStore(kind: 'sqlite' | 'postgres', load: Load, sink: SinkP
     ...latencies,
     achievedPerSec: produced.achievedPerSec,
     producerLateMs: { p50: round(produced.lateMs.p50), p99: round(produced.lateMs.p99), max: round(produced.lateMs.max) },
+    producerBehindAtEndMs: round(produced.behindAtEndMs),
     transactions: produced.transactions,
     mainThreadBusyPct: pct('main'),
     processCpuPct: pct('process'),
@@ -145,21 +150,24 @@ async function measureStore(kind: 'sqlite' | 'postgres', load: Load, sink: SinkP
   };
 }
 
+/** One store's run: a sink, the store (an embedded PostgreSQL server for `postgres`), the service and the producer, all stopped after. */
+export async function measureLatency(kind: 'sqlite' | 'postgres', load: Load): Promise<StoreResult | { skipped: string }> {
+  const cleanup = new Cleanup();
+  try {
+    const sink = await startSinkProcess({ record: 'ids' });
+    cleanup.add('sink', () => undefined, () => sink.close());
+    return await measureStore(kind, load, sink, cleanup);
+  } finally {
+    await cleanup.run();
+    cleanup.dispose();
+  }
+}
+
 export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
   const load: Load = options.quick ? { rate: 1_000, seconds: 5, warmupSeconds: 1 } : { rate: 5_000, seconds: 60, warmupSeconds: 2 };
   const results: Record<string, StoreResult | { skipped: string }> = {};
   const stores = (['sqlite', 'postgres'] as const).filter((kind) => (process.env[STORES_ENV] ?? 'sqlite,postgres').split(',').includes(kind));
-  for (const kind of stores) {
-    const cleanup = new Cleanup();
-    try {
-      const sink = await startSinkProcess({ record: 'ids' });
-      cleanup.add('sink', () => undefined, () => sink.close());
-      results[kind] = await measureStore(kind, load, sink, cleanup);
-    } finally {
-      await cleanup.run();
-      cleanup.dispose();
-    }
-  }
+  for (const kind of stores) results[kind] = await measureLatency(kind, load);
   const measured = Object.values(results).filter((r): r is StoreResult => !('skipped' in r));
   return {
     ratePerSec: load.rate,
