@@ -39,6 +39,13 @@ export class Arrivals {
     }
   }
 
+  /** Distinct ids whose first request arrived between `from` and `to` (machine clock, ms). */
+  arrivedBetween(from: number, to: number): number {
+    let count = 0;
+    for (const at of this.#first.values()) if (at >= from && at <= to) count++;
+    return count;
+  }
+
   /**
    * Each id's first arrival less its commit time, for `ids[i]` committed at `committedAt[i]`;
    * missing: ids never seen; duplicates: requests for them past the first. Other ids (a

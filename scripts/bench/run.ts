@@ -131,7 +131,7 @@ for (const [name, r] of Object.entries(scenarios)) {
       const perStore = (['sqlite', 'postgres'] as const).map((store) => {
         const s = (r[store] ?? {}) as Result;
         if (typeof s.skipped === 'string') return `${store} skipped: ${s.skipped.slice(0, 40)}`;
-        return `${store} p50/p90/p99/max ${fmt(s.p50Ms)}/${fmt(s.p90Ms)}/${fmt(s.p99Ms)}/${fmt(s.maxMs, ' ms')} (missing ${fmt(s.missing)}, dup ${fmt(s.duplicates)}; ${fmt(s.achievedPerSec)}/s achieved, producer late p99 ${fmt((s.producerLateMs as Result | undefined)?.p99, ' ms')}; main thread ${fmt(s.mainThreadBusyPct, ' %')} busy, process ${fmt(s.processCpuPct, ' %')}${typeof s.serverCpuPct === 'number' ? `, server ${fmt(s.serverCpuPct, ' %')}` : ''})`;
+        return `${store} p50/p90/p99/max ${fmt(s.p50Ms)}/${fmt(s.p90Ms)}/${fmt(s.p99Ms)}/${fmt(s.maxMs, ' ms')} (missing ${fmt(s.missing)}, dup ${fmt(s.duplicates)}; ${fmt(s.achievedPerSec)}/s achieved, producer late p99 ${fmt((s.producerLateMs as Result | undefined)?.p99, ' ms')}; delivered ${fmt(s.deliveredPerSec)}/s; main thread ${fmt(s.mainThreadBusyPct, ' %')} busy, ${fmt(s.mainThreadWaitingPct, ' %')} waiting for a CPU, process ${fmt(s.processCpuPct, ' %')}${typeof s.serverCpuPct === 'number' ? `, server ${fmt(s.serverCpuPct, ' %')}` : ''})`;
       });
       rows.push([name, '—', `open loop ${fmt(r.ratePerSec)}/s for ${fmt(r.publishSeconds, ' s')}, compiled service, producer process: ${perStore.join('; ')}`, 'sqlite p50 ≤ 5, p99 ≤ 20 ms; postgres p50 ≤ 10, p99 ≤ 40 ms', verdict(r)]);
       break;

@@ -9,10 +9,13 @@
  *
  * For each counted event: its commit (the producer's COMMIT returned) → the
  * first byte of its request at the sink (headers parsed), both on the
- * machine's monotonic clock; p50/p90/p99/max, missing, duplicates. Meanwhile:
- * Herald's main thread busy (its CPU over the wall time of the window, from
- * /proc/<pid>/task/<pid>/stat), the whole process's CPU, the producer's, and
- * on PostgreSQL the server's (postmaster and backends).
+ * machine's monotonic clock; p50/p90/p99/max, missing, duplicates, and the
+ * events delivered per second during the window. Meanwhile: Herald's main
+ * thread busy (its CPU over the wall time of the window, from
+ * /proc/<pid>/task/<pid>/stat) and waiting for a CPU (ready but not running,
+ * from its schedstat: the machine's contention, not Herald's work), the whole
+ * process's CPU, the producer's, and on PostgreSQL the server's (postmaster
+ * and backends).
  *
  * Once on SQLite, once on PostgreSQL (an embedded server started here).
  * `HERALD_BENCH_SERVICE_CONFIG='{"engine":{"pollIntervalMs":5}}'` runs the
@@ -21,10 +24,11 @@
  * `HERALD_BENCH_CPU_PROF=<dir>` writes `--cpu-prof` profiles of each service's
  * threads into <dir>/sqlite and <dir>/postgres (summarise it with scripts/bench/profile-top.ts).
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { ConfigOverrides } from '../../../lib/config/config.ts';
 import { Arrivals, type Latencies } from '../arrivals.ts';
+import { machineNowMs } from '../machine-clock.ts';
 import { progress, round, sleep, startSinkProcess, type ScenarioOptions, type ScenarioResult, type SinkProcess } from '../harness.ts';
 import { startHeraldService } from '../herald-service.ts';
 import { startOpenLoopProducer } from '../open-loop-load.ts';
@@ -60,8 +64,12 @@ type StoreResult = Latencies & {
   readonly producerLateMs: { readonly p50: number; readonly p99: number; readonly max: number };
   readonly producerBehindAtEndMs: number;
   readonly transactions: number;
+  /** Distinct events whose first request reached the sink during the window, per second. */
+  readonly deliveredPerSec: number;
   /** % of one core over the window. */
   readonly mainThreadBusyPct: number;
+  /** % of the window the main thread was ready to run but waited for a CPU (the machine's contention). */
+  readonly mainThreadWaitingPct: number;
   readonly processCpuPct: number;
   readonly producerCpuPct: number;
   readonly serverCpuPct?: number;
@@ -110,8 +118,10 @@ async function measureStore(kind: 'sqlite' | 'postgres', load: Load, sink: SinkP
     producer: () => processTicks(producer.pid),
     server: () => (serverPid === undefined ? 0 : treeTicks(serverPid)),
   };
+  const waitingBefore = runQueueWaitMs(service.pid);
   const before = Object.fromEntries(Object.entries(readers).map(([k, read]) => [k, read()])) as Record<keyof typeof readers, number>;
   const windowStart = performance.now();
+  const windowStartOnMachine = machineNowMs();
 
   let finished = false;
   const report = run.done.finally(() => (finished = true));
@@ -126,9 +136,13 @@ async function measureStore(kind: 'sqlite' | 'postgres', load: Load, sink: SinkP
   }
   const produced = await report;
   const wallS = (performance.now() - windowStart) / 1000;
+  const windowEndOnMachine = machineNowMs();
+  const waitingAfter = runQueueWaitMs(service.pid);
   const after = Object.fromEntries(Object.entries(readers).map(([k, read]) => [k, read()])) as Record<keyof typeof readers, number>;
   const pct = (key: keyof typeof readers): number => round(((after[key] - before[key]) / clockTicksPerSecond() / wallS) * 100, 1);
 
+  await arrivals.take();
+  const deliveredInWindow = arrivals.arrivedBetween(windowStartOnMachine, windowEndOnMachine);
   const all = await arrivals.untilAll(produced.ids, DRAIN_LIMIT_MS);
   if (!all) progress(`latency (${kind}): not every event arrived within ${DRAIN_LIMIT_MS / 1000} s of the last commit`);
   const latencies = arrivals.latencies(produced.ids, produced.committedAt);
@@ -141,13 +155,24 @@ async function measureStore(kind: 'sqlite' | 'postgres', load: Load, sink: SinkP
     producerLateMs: { p50: round(produced.lateMs.p50), p99: round(produced.lateMs.p99), max: round(produced.lateMs.max) },
     producerBehindAtEndMs: round(produced.behindAtEndMs),
     transactions: produced.transactions,
+    deliveredPerSec: Math.round(deliveredInWindow / wallS),
     mainThreadBusyPct: pct('main'),
+    mainThreadWaitingPct: round(((waitingAfter - waitingBefore) / 1000 / wallS) * 100, 1),
     processCpuPct: pct('process'),
     producerCpuPct: pct('producer'),
     ...(serverPid === undefined ? {} : { serverCpuPct: pct('server') }),
     target: `p50 <= ${target.p50Ms} ms, p99 <= ${target.p99Ms} ms`,
     met: latencies.p50Ms <= target.p50Ms && latencies.p99Ms <= target.p99Ms && latencies.missing === 0,
   };
+}
+
+/** Time the main thread of `pid` has waited on a run queue, ready but not running (ms; `/proc/<pid>/task/<pid>/schedstat`, field 2, ns). */
+function runQueueWaitMs(pid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /** One store's run: a sink, the store (an embedded PostgreSQL server for `postgres`), the service and the producer, all stopped after. */
