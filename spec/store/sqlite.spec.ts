@@ -153,6 +153,23 @@ describe('SqliteStore', () => {
       });
     });
 
+    context('when another process commits and the clock does not move', () => {
+      // A producer beside `herald start` commits from another process: seen by the write-ahead
+      // log's watch, not after up to a whole poll interval.
+      it('calls the listener once the write-ahead log is written', async () => {
+        const path = join(dir, 'herald.db');
+        const store = openStore(path, 60_000);
+        await store.init({ slotCount: 4 });
+        const raw = new Database(path);
+        opened.push(raw);
+        const startedAt = clock.now();
+        const called = new Promise<void>((resolve) => store.watch(resolve));
+        raw.prepare(`INSERT INTO meta (key, value) VALUES ('probe', '1')`).run();
+        await called;
+        expect(clock.now()).to.equal(startedAt);
+      });
+    });
+
     context('when only the store itself writes', () => {
       it('stays quiet (its own process signals in-process)', async () => {
         const store = openStore();

@@ -20,8 +20,8 @@
  * the connection, the lock and the transactions are `connection.ts`'s; this
  * class says which mode each port method runs in.
  *
- * The work signal for other processes is `PRAGMA data_version`, polled
- * (`work-signal.ts`).
+ * The work signal for other processes is `PRAGMA data_version`, checked
+ * whenever the write-ahead log is written and polled (`work-signal.ts`).
  */
 import type { Clock, TimerHandle } from '../../clock.ts';
 import { ValidationError } from '../../errors.ts';
@@ -63,14 +63,15 @@ import { REPLAY_CHUNK } from './dead-letters.ts';
 import { clampLimit, MAX_LIST_LIMIT } from '../list-limit.ts';
 import type { LockAccess } from './lock-waiter.ts';
 import { PURGE_CHUNK } from './retention.ts';
-import { pollDataVersion } from './work-signal.ts';
+import { watchDataVersion } from './work-signal.ts';
 
 export interface SqliteStoreOptions {
   /** The database file; its folder is created if missing. `:memory:` works for a single connection. */
   readonly path: string;
   readonly clock: Clock;
   /**
-   * How often `watch()` polls `PRAGMA data_version` for commits by other connections.
+   * How often `watch()` polls `PRAGMA data_version` for commits by other connections (it
+   * also checks whenever the file system reports a write to the write-ahead log).
    * @default 50
    */
   readonly pollIntervalMs?: number;
@@ -113,6 +114,8 @@ const DEFAULTS = Object.freeze({
 export class SqliteStore implements Store {
   readonly #clock: Clock;
   readonly #pollIntervalMs: number;
+  /** The write-ahead log `watch` listens to for other connections' commits (none in memory). */
+  readonly #walPath: string | undefined;
   readonly #connection: SqliteConnection;
   /** Fixed by the first `init()` on this data; deliveries' slots are derived from it. */
   #slotCount = 0;
@@ -141,6 +144,7 @@ export class SqliteStore implements Store {
     }
     this.#clock = options.clock;
     this.#pollIntervalMs = pollIntervalMs;
+    this.#walPath = options.path === ':memory:' ? undefined : `${options.path}-wal`;
     this.#connection = new SqliteConnection({
       path: options.path,
       clock: options.clock,
@@ -172,7 +176,10 @@ export class SqliteStore implements Store {
   }
 
   watch(listener: () => void): () => void {
-    const timer = pollDataVersion(this.#connection.ready().dataVersion, this.#clock, this.#pollIntervalMs, listener);
+    const timer = watchDataVersion(
+      { dataVersion: this.#connection.ready().dataVersion, clock: this.#clock, pollIntervalMs: this.#pollIntervalMs, walPath: this.#walPath },
+      listener,
+    );
     this.#watchers.add(timer);
     return () => {
       timer.cancel();

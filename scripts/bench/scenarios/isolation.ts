@@ -7,7 +7,7 @@
  * shared machine is noisy; one round's p99 rests on a few dozen samples).
  */
 import { percentile, progress, round, type ScenarioOptions, type ScenarioResult } from '../harness.ts';
-import { steadyLoad } from './latency.ts';
+import { steadyLoad } from '../in-process-load.ts';
 
 export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
   const seconds = options.quick ? 3 : 15;

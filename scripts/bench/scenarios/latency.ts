@@ -1,119 +1,211 @@
 /**
- * Latency: a steady 1 000 events/s for 20 s (5 s with --quick) over 20
- * endpoints; for each event, the time from its producer's commit to the first
- * byte of its request at the sink (headers parsed), p50/p99/max.
+ * Open-loop latency, as users run Herald: the compiled service (`herald start`,
+ * scripts/bench/herald-service.ts, default settings) and an application
+ * publishing from its own process (scripts/bench/open-loop-producer.ts) at a
+ * fixed 5 000 events/s for 60 s (quick: 1 000/s for 5 s) over 100 endpoints of
+ * one sink, on a timetable that never waits for Herald: every 10 ms one
+ * transaction with the events due by then. A warm-up at the same rate comes
+ * first and is not counted.
  *
- * The producer publishes in its own transactions on its own connection in
- * this process, then calls `herald.signal()` (the in-process outbox path; a
- * producer in another process is seen within `engine.pollIntervalMs`).
- * A warm-up second at the same rate is not counted.
+ * For each counted event: its commit (the producer's COMMIT returned) → the
+ * first byte of its request at the sink (headers parsed), both on the
+ * machine's monotonic clock; p50/p90/p99/max, missing, duplicates, and the
+ * events delivered per second during the window. Meanwhile: Herald's main
+ * thread busy (its CPU over the wall time of the window, from
+ * /proc/<pid>/task/<pid>/stat) and waiting for a CPU (ready but not running,
+ * from its schedstat: the machine's contention, not Herald's work), the whole
+ * process's CPU, the producer's, and on PostgreSQL the server's (postmaster
+ * and backends).
+ *
+ * Once on SQLite, once on PostgreSQL (an embedded server started here).
+ * `HERALD_BENCH_SERVICE_CONFIG='{"engine":{"pollIntervalMs":5}}'` runs the
+ * service with those settings instead of the defaults (to measure what a
+ * setting buys); `HERALD_BENCH_STORES=sqlite` runs one store only.
+ * `HERALD_BENCH_CPU_PROF=<dir>` writes `--cpu-prof` profiles of each service's
+ * threads into <dir>/sqlite and <dir>/postgres (summarise it with scripts/bench/profile-top.ts).
  */
-import { publish } from '../../../lib/producer/sqlite-publish.ts';
-import { openBenchHerald, payloadOf, percentile, preciseNow, progress, round, sleep, startSinkProcess, waitFor, type ScenarioOptions, type ScenarioResult } from '../harness.ts';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { ConfigOverrides } from '../../../lib/config/config.ts';
+import { Arrivals, type Latencies } from '../arrivals.ts';
+import { machineNowMs } from '../machine-clock.ts';
+import { progress, round, sleep, startSinkProcess, type ScenarioOptions, type ScenarioResult, type SinkProcess } from '../harness.ts';
+import { startHeraldService } from '../herald-service.ts';
+import { startOpenLoopProducer } from '../open-loop-load.ts';
+import type { ProducerStore } from '../open-loop-producer.ts';
+import { Cleanup, clockTicksPerSecond, mainThreadTicks, processTicks, treeTicks } from '../peers/peer-kit.ts';
+import { PostgresUnavailableError, startPostgresServer } from '../../../test-kit/postgres-server.ts';
 
-const ENDPOINTS = 20;
+const ENDPOINTS = 100;
+const BODY_BYTES = 1024;
+const TICK_MS = 10;
+/** After the last commit, how long the last events have to arrive (a quick run stays within the runner's 60 s). */
+const DRAIN_LIMIT_MS = { quick: 15_000, full: 60_000 };
+const TAKE_EVERY_MS = 2_000;
+export const PROFILE_ENV = 'HERALD_BENCH_CPU_PROF';
+export const SERVICE_CONFIG_ENV = 'HERALD_BENCH_SERVICE_CONFIG';
+export const STORES_ENV = 'HERALD_BENCH_STORES';
 
-export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
-  const rate = 1_000;
-  const seconds = options.quick ? 3 : 20;
-  const measured = await steadyLoad({ rate, seconds, warmupSeconds: 1, endpoints: ENDPOINTS, label: 'latency' });
-  return {
-    ratePerSec: rate,
-    seconds,
-    endpoints: ENDPOINTS,
-    events: measured.latencies.length,
-    p50Ms: round(percentile(measured.latencies, 50)),
-    p99Ms: round(percentile(measured.latencies, 99)),
-    maxMs: round(Math.max(...measured.latencies)),
-    missing: measured.missing,
-    target: 'p50 <= 10 ms, p99 <= 50 ms',
-    met: percentile(measured.latencies, 50) <= 10 && percentile(measured.latencies, 99) <= 50 && measured.missing === 0,
-  };
-}
+const TARGETS = {
+  sqlite: { p50Ms: 5, p99Ms: 20 },
+  postgres: { p50Ms: 10, p99Ms: 40 },
+} as const;
 
-export interface SteadyLoad {
+export interface Load {
   readonly rate: number;
   readonly seconds: number;
   readonly warmupSeconds: number;
-  readonly endpoints: number;
-  readonly label: string;
-  /** Also an endpoint on a second sink answering after this delay, taking `slowShare` of the events. */
-  readonly slow?: { readonly delayMs: number; readonly share: number };
+  /** One producer transaction per tick. @default 10 */
+  readonly tickMs?: number;
+  /** After the last commit, how long the last events have to arrive. @default 60 000 */
+  readonly drainLimitMs?: number;
 }
 
-/** Publishes at `rate` for `seconds` (after a warm-up), returns commit → first byte latencies of the healthy endpoints' events. */
-export async function steadyLoad(load: SteadyLoad): Promise<{ latencies: number[]; missing: number }> {
-  const sink = await startSinkProcess({ record: 'ids' });
-  const slowSink = load.slow === undefined ? undefined : await startSinkProcess({ record: 'count', delayMs: load.slow.delayMs });
-  const bench = await openBenchHerald();
-  const { herald, producerDb } = bench;
-  try {
-    const ids: string[] = [];
-    for (let i = 0; i < load.endpoints; i++) {
-      ids.push((await herald.createEndpoint({ tenantId: 'bench', url: `${sink.url}/ep/${i}` })).endpoint.id);
+type StoreResult = Latencies & {
+  readonly achievedPerSec: number;
+  readonly producerLateMs: { readonly p50: number; readonly p99: number; readonly max: number };
+  readonly producerBehindAtEndMs: number;
+  readonly transactions: number;
+  /** Distinct events whose first request reached the sink during the window, per second. */
+  readonly deliveredPerSec: number;
+  /** % of one core over the window. */
+  readonly mainThreadBusyPct: number;
+  /** % of the window the main thread was ready to run but waited for a CPU (the machine's contention). */
+  readonly mainThreadWaitingPct: number;
+  readonly processCpuPct: number;
+  readonly producerCpuPct: number;
+  readonly serverCpuPct?: number;
+  readonly target: string;
+  readonly met: boolean;
+};
+
+async function measureStore(kind: 'sqlite' | 'postgres', load: Load, sink: SinkProcess, cleanup: Cleanup): Promise<StoreResult | { skipped: string }> {
+  let storeSetting = 'sqlite';
+  let serverPid: number | undefined;
+  if (kind === 'postgres') {
+    try {
+      const server = await startPostgresServer({ cleanup });
+      storeSetting = await server.createDatabase('herald_latency');
+      serverPid = server.postmasterPid;
+      progress(`latency: PostgreSQL ${await server.version()} on 127.0.0.1:${server.port}`);
+    } catch (error) {
+      if (error instanceof PostgresUnavailableError) return { skipped: error.message };
+      throw error;
     }
-    const slowId = slowSink === undefined ? undefined : (await herald.createEndpoint({ tenantId: 'bench', url: `${slowSink.url}/slow` })).endpoint.id;
-    await herald.start();
-    const body = payloadOf(1024, 0);
-    const committedAt = new Map<string, number>();
-    let n = 0;
-    let slowCredit = 0;
-    const publishOne = (count: boolean): void => {
-      slowCredit += load.slow?.share ?? 0;
-      if (slowId !== undefined && slowCredit >= 1) {
-        slowCredit -= 1;
-        publish(producerDb, { tenantId: 'bench', type: 'bench.event', endpointId: slowId, payload: body });
-        return;
-      }
-      const [event] = publish(producerDb, { tenantId: 'bench', type: 'bench.event', endpointId: ids[n++ % ids.length]!, payload: body });
-      if (count && event !== undefined) committedAt.set(event.id, preciseNow());
-    };
-    const pace = async (seconds: number, count: boolean): Promise<void> => {
-      const started = performance.now();
-      let published = 0;
-      const total = Math.round(load.rate * seconds);
-      let nextReport = started + 5_000;
-      while (published < total && performance.now() - started < seconds * 1000 + 5_000) {
-        const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * load.rate));
-        while (published < due) {
-          publishOne(count);
-          published++;
-        }
-        herald.signal();
-        if (count && performance.now() >= nextReport) {
-          nextReport += 5_000;
-          progress(`${load.label}: ${published}/${total} published`);
-        }
-        await sleep(2);
-      }
-    };
-    progress(`${load.label}: warm-up ${load.warmupSeconds} s at ${load.rate}/s`);
-    await pace(load.warmupSeconds, false);
-    await sleep(500);
-    await sink.take();
-    progress(`${load.label}: ${load.seconds} s at ${load.rate}/s${load.slow === undefined ? '' : ` (one endpoint answers after ${load.slow.delayMs} ms)`}`);
-    await pace(load.seconds, true);
-    // Wait until the healthy endpoints' events have all arrived.
-    const arrived = new Map<string, number>();
-    await waitFor(async () => {
-      const taken = await sink.take();
-      for (let i = 0; i < taken.ids.length; i++) if (!arrived.has(taken.ids[i]!)) arrived.set(taken.ids[i]!, taken.times[i]!);
-      let all = true;
-      for (const id of committedAt.keys()) if (!arrived.has(id)) all = false;
-      return all;
-    }, 20_000, 250);
-    const latencies: number[] = [];
-    let missing = 0;
-    for (const [id, at] of committedAt) {
-      const seen = arrived.get(id);
-      if (seen === undefined) missing++;
-      else latencies.push(seen - at);
-    }
-    return { latencies, missing };
-  } finally {
-    // The slow sink first, so attempts waiting on it end now instead of after its delay.
-    await slowSink?.close();
-    await bench.close();
-    await sink.close();
   }
+  const profileDir = process.env[PROFILE_ENV];
+  // One folder per store; Node names each thread's profile (main, store thread, signing) by pid and thread id.
+  if (profileDir !== undefined) mkdirSync(resolve(profileDir, kind), { recursive: true });
+  const config = process.env[SERVICE_CONFIG_ENV];
+  const service = await startHeraldService({
+    store: storeSetting,
+    ...(config === undefined ? {} : { config: JSON.parse(config) as ConfigOverrides }),
+    ...(profileDir === undefined ? {} : { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${resolve(profileDir, kind)}`] }),
+  });
+  cleanup.add(`herald ${service.pid}`, () => process.kill(service.pid, 'SIGKILL'), () => service.close());
+  const endpointIds = await service.createEndpoints('bench', Array.from({ length: ENDPOINTS }, (_, i) => `${sink.url}/ep/${i}`));
+  const store: ProducerStore = kind === 'sqlite' ? { kind, path: service.sqlitePath! } : { kind, url: storeSetting };
+  const producer = await startOpenLoopProducer(
+    { store, tenantId: 'bench', endpointIds, bodyBytes: BODY_BYTES, schedule: { kind: 'open-loop', rate: load.rate, seconds: load.seconds, warmupSeconds: load.warmupSeconds, tickMs: load.tickMs ?? TICK_MS } },
+    cleanup,
+  );
+
+  const arrivals = new Arrivals(sink);
+  progress(`latency (${kind}): warm-up ${load.warmupSeconds} s, then ${load.seconds} s at ${load.rate}/s to ${ENDPOINTS} endpoints`);
+  const run = producer.start();
+  await run.measuring;
+  const readers = {
+    main: () => mainThreadTicks(service.pid),
+    process: () => processTicks(service.pid),
+    producer: () => processTicks(producer.pid),
+    server: () => (serverPid === undefined ? 0 : treeTicks(serverPid)),
+  };
+  const waitingBefore = runQueueWaitMs(service.pid);
+  const before = Object.fromEntries(Object.entries(readers).map(([k, read]) => [k, read()])) as Record<keyof typeof readers, number>;
+  const windowStart = performance.now();
+  const windowStartOnMachine = machineNowMs();
+
+  let finished = false;
+  const report = run.done.finally(() => (finished = true));
+  let nextProgress = performance.now() + 10_000;
+  while (!finished) {
+    await Promise.race([sleep(TAKE_EVERY_MS), report]);
+    await arrivals.take();
+    if (performance.now() >= nextProgress) {
+      nextProgress += 10_000;
+      progress(`latency (${kind}): ${Math.round((performance.now() - windowStart) / 1000)} s`);
+    }
+  }
+  const produced = await report;
+  const wallS = (performance.now() - windowStart) / 1000;
+  const windowEndOnMachine = machineNowMs();
+  const waitingAfter = runQueueWaitMs(service.pid);
+  const after = Object.fromEntries(Object.entries(readers).map(([k, read]) => [k, read()])) as Record<keyof typeof readers, number>;
+  const pct = (key: keyof typeof readers): number => round(((after[key] - before[key]) / clockTicksPerSecond() / wallS) * 100, 1);
+
+  await arrivals.take();
+  const deliveredInWindow = arrivals.arrivedBetween(windowStartOnMachine, windowEndOnMachine);
+  const drainLimitMs = load.drainLimitMs ?? DRAIN_LIMIT_MS.full;
+  const all = await arrivals.untilAll(produced.ids, drainLimitMs);
+  if (!all) progress(`latency (${kind}): not every event arrived within ${drainLimitMs / 1000} s of the last commit`);
+  const latencies = arrivals.latencies(produced.ids, produced.committedAt);
+  await producer.close();
+  await service.close();
+  const target = TARGETS[kind];
+  return {
+    ...latencies,
+    achievedPerSec: produced.achievedPerSec,
+    producerLateMs: { p50: round(produced.lateMs.p50), p99: round(produced.lateMs.p99), max: round(produced.lateMs.max) },
+    producerBehindAtEndMs: round(produced.behindAtEndMs),
+    transactions: produced.transactions,
+    deliveredPerSec: Math.round(deliveredInWindow / wallS),
+    mainThreadBusyPct: pct('main'),
+    mainThreadWaitingPct: round(((waitingAfter - waitingBefore) / 1000 / wallS) * 100, 1),
+    processCpuPct: pct('process'),
+    producerCpuPct: pct('producer'),
+    ...(serverPid === undefined ? {} : { serverCpuPct: pct('server') }),
+    target: `p50 <= ${target.p50Ms} ms, p99 <= ${target.p99Ms} ms`,
+    met: latencies.p50Ms <= target.p50Ms && latencies.p99Ms <= target.p99Ms && latencies.missing === 0,
+  };
+}
+
+/** Time the main thread of `pid` has waited on a run queue, ready but not running (ms; `/proc/<pid>/task/<pid>/schedstat`, field 2, ns). */
+function runQueueWaitMs(pid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** One store's run: a sink, the store (an embedded PostgreSQL server for `postgres`), the service and the producer, all stopped after. */
+export async function measureLatency(kind: 'sqlite' | 'postgres', load: Load): Promise<StoreResult | { skipped: string }> {
+  const cleanup = new Cleanup();
+  try {
+    const sink = await startSinkProcess({ record: 'ids' });
+    cleanup.add('sink', () => undefined, () => sink.close());
+    return await measureStore(kind, load, sink, cleanup);
+  } finally {
+    await cleanup.run();
+    cleanup.dispose();
+  }
+}
+
+export async function run(options: ScenarioOptions): Promise<ScenarioResult> {
+  const load: Load = options.quick
+    ? { rate: 1_000, seconds: 5, warmupSeconds: 1, drainLimitMs: DRAIN_LIMIT_MS.quick }
+    : { rate: 5_000, seconds: 60, warmupSeconds: 2, drainLimitMs: DRAIN_LIMIT_MS.full };
+  const results: Record<string, StoreResult | { skipped: string }> = {};
+  const stores = (['sqlite', 'postgres'] as const).filter((kind) => (process.env[STORES_ENV] ?? 'sqlite,postgres').split(',').includes(kind));
+  for (const kind of stores) results[kind] = await measureLatency(kind, load);
+  const measured = Object.values(results).filter((r): r is StoreResult => !('skipped' in r));
+  return {
+    ratePerSec: load.rate,
+    publishSeconds: load.seconds,
+    warmupSeconds: load.warmupSeconds,
+    endpoints: ENDPOINTS,
+    tickMs: TICK_MS,
+    ...results,
+    met: measured.length === stores.length && measured.every((r) => r.met),
+  };
 }
