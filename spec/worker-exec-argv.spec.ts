@@ -13,20 +13,20 @@ describe('workerExecArgv', () => {
     process.execArgv = saved;
   });
 
-  it('drops the flags a worker refuses (--expose-gc) or cannot use (--input-type), and keeps the rest', () => {
-    process.execArgv = ['--expose-gc', '--input-type=module', '--import', 'tsx', '--max-old-space-size=512'];
-    expect(workerExecArgv(SOURCE_WORKER)).to.deep.equal(['--import', 'tsx', '--max-old-space-size=512']);
+  it('drops the flags a worker refuses (V8 flags such as --expose-gc) or cannot use (--input-type), and keeps the rest', () => {
+    process.execArgv = ['--expose-gc', '--input-type=module', '--import', 'tsx', '--max-old-space-size=512', '--cpu-prof', '--cpu-prof-dir=/tmp/p'];
+    expect(workerExecArgv(SOURCE_WORKER)).to.deep.equal(['--import', 'tsx', '--cpu-prof', '--cpu-prof-dir=/tmp/p']);
   });
 
   context('when the worker is compiled JavaScript', () => {
     it('adds no tsx (compiled Herald runs without it)', () => {
-      process.execArgv = ['--expose-gc', '--max-old-space-size=512'];
-      expect(workerExecArgv(COMPILED_WORKER)).to.deep.equal(['--max-old-space-size=512']);
+      process.execArgv = ['--expose-gc', '--enable-source-maps'];
+      expect(workerExecArgv(COMPILED_WORKER)).to.deep.equal(['--enable-source-maps']);
     });
   });
 
-  it('gives arguments a worker starts with, under --expose-gc', async () => {
-    process.execArgv = [...saved, '--expose-gc'];
+  it('gives arguments a worker starts with, under the V8 heap and GC flags an operator sets on the process', async () => {
+    process.execArgv = [...saved, '--expose-gc', '--max-old-space-size=512', '--max_semi_space_size=4', '--trace-gc', '--stack-trace-limit=20'];
     const worker = new Worker('require("node:worker_threads").parentPort.postMessage("up")', { eval: true, execArgv: workerExecArgv(SOURCE_WORKER) });
     const [message] = (await Promise.race([
       new Promise((resolve) => worker.once('message', (m) => resolve([m]))),

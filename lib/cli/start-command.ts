@@ -15,7 +15,6 @@ import { createLogger, logEngineEvents, logOperatorWebhook } from '../logging.ts
 import { SecretKeyOrigin } from '../signing/secret-key-source.ts';
 import { resolveAdminToken } from '../api/admin-token.ts';
 import { HeraldMetrics } from '../status/metrics.ts';
-import { OperatorWebhook } from '../status/operator-webhook.ts';
 import { StatusServer } from '../api/status-server.ts';
 import { redactUri } from '../store/open-store.ts';
 import { UsageError, type CliIo } from './cli-io.ts';
@@ -79,10 +78,11 @@ export async function runStart(args: readonly string[], io: CliIo): Promise<numb
   for (const warning of herald.secretKeys.warnings) logger.warn(warning);
   const metrics = new HeraldMetrics(herald);
   const { operator } = config;
+  // Loaded only when configured: it brings undici's whole entry module (see lib/delivery/undici-parts.ts).
   const webhook =
     operator.webhookUrl === null || operator.secret === null
       ? undefined
-      : new OperatorWebhook(
+      : new (await import('../status/operator-webhook.ts')).OperatorWebhook(
           {
             url: operator.webhookUrl,
             secret: operator.secret,

@@ -20,7 +20,7 @@
  */
 import dns from 'node:dns';
 import net from 'node:net';
-import { Pool, buildConnector, errors as undiciErrors } from 'undici';
+import type * as Undici from 'undici';
 import type { Clock } from '../clock.ts';
 import { BlockedAddressError, ClosedError, ConfigError, ErrorCode, hasCode, messageOf } from '../errors.ts';
 import type { Outcome } from '../model.ts';
@@ -28,6 +28,7 @@ import { createAddressGuard } from './address-guard.ts';
 import type { AddressGuard } from './address-guard.ts';
 import { Deadlines } from './deadlines.ts';
 import { Exchange } from './exchange.ts';
+import { buildConnector, Pool, undiciErrors } from './undici-parts.ts';
 
 const SECOND = 1_000;
 const KIB = 1_024;
@@ -174,7 +175,7 @@ function blockedLookupError(address: string, hostname: string): NodeJS.ErrnoExce
  * DNS) are checked before any packet is sent, names through the lookup, and
  * every socket's remote address once connected.
  */
-function guardedConnector(guard: AddressGuard): buildConnector.connector {
+function guardedConnector(guard: AddressGuard): Undici.buildConnector.connector {
   const connect = buildConnector({ lookup: guardedLookup(guard), timeout: SAFETY_NET_TIMEOUT_MS });
   return (options, callback) => {
     const { hostname } = options;
@@ -226,7 +227,7 @@ function networkCode(error: unknown): string {
 }
 
 /** The outcome of a response undici's HTTP/1.1 parser could not read (`HTTPParserError`). */
-function protocolOutcome(error: undiciErrors.HTTPParserError): Outcome {
+function protocolOutcome(error: Undici.errors.HTTPParserError): Outcome {
   const parserCode = codeOf(error);
   const data: unknown = (error as { data?: unknown }).data;
   const sample = typeof data === 'string' && data !== '' ? `; failing at ${JSON.stringify(data.slice(0, PROTOCOL_SAMPLE_CHARS))}` : '';

@@ -1,9 +1,17 @@
 /**
  * ISO-8601 durations in retry policies (`PT30S`, `PT6H`, `P2D`): parsed to
  * milliseconds with errors that name the field, the rule and the value.
+ *
+ * luxon parses them; it is loaded at the first duration parsed, not with this
+ * module, since a node whose endpoints use the retry presets never parses one
+ * and luxon's module holds about a megabyte of heap.
  */
-import { Duration } from 'luxon';
+import { createRequire } from 'node:module';
+import type { Duration as LuxonDuration } from 'luxon';
 import { ValidationError } from '../errors.ts';
+
+const load = createRequire(import.meta.url);
+let Duration: typeof LuxonDuration | undefined;
 
 /** The longest duration a field takes, in milliseconds and as the error message says it. */
 export interface DurationLimit {
@@ -32,6 +40,7 @@ export function parseDurationMs(value: unknown, field: string, limit: DurationLi
   if (typeof value !== 'string') {
     throw new ValidationError(field, `must be an ISO-8601 duration string such as PT30S (got ${show(value)})`);
   }
+  Duration ??= (load('luxon') as typeof import('luxon')).Duration;
   const duration = Duration.fromISO(value);
   if (!duration.isValid) {
     throw new ValidationError(field, `must be an ISO-8601 duration such as PT30S (got ${show(value)})`);

@@ -12,17 +12,20 @@
  *
  * Lifecycle: open ──close()──► closed. Once closed, queued and later
  * requests reject with ClosedError, and so do requests whose task the pool
- * was still running; the worker threads are destroyed. Idle threads exit
- * after `idleTimeoutMs`, and piscina unrefs a thread while it has no task,
- * so an idle pool never keeps the process alive.
+ * was still running; the worker threads are destroyed. piscina itself is
+ * loaded and its pool made at the first flush too large to sign inline
+ * (`started`): a node whose bodies are small never pays for either. Idle
+ * threads exit after `idleTimeoutMs`, and piscina unrefs a thread while it
+ * has no task, so an idle pool never keeps the process alive.
  *
  * If a worker fails outside a task (it cannot even load), piscina emits
  * 'error' and would start no more workers, leaving tasks queued forever.
  * The pool then degrades: what is in flight and everything after is signed
  * inline, and `poolFailure` holds the error for health checks.
  */
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 import { ClosedError, ConfigError } from '../errors.ts';
 import type { SignTask } from './sign-worker.ts';
 import { assertSequence, assertSignable, sequenceSignatureHeader, signatureHeader } from './signature.ts';
@@ -112,10 +115,12 @@ interface Pending {
 }
 
 const WORKER_MODULE = workerModule(import.meta.url, './sign-worker');
+const load = createRequire(import.meta.url);
 
 export class SigningPool {
   readonly #options: Required<SigningPoolOptions>;
-  readonly #pool: Piscina<readonly SignTask[], string[]>;
+  /** Made at the first pooled flush. */
+  #pool: Piscina<readonly SignTask[], string[]> | undefined;
   #queue: Pending[] = [];
   #flushQueued = false;
   #closed = false;
@@ -127,15 +132,11 @@ export class SigningPool {
   /** @throws ConfigError (`HERALD_INVALID_CONFIG`) naming the option and value that break a rule. */
   constructor(options: SigningPoolOptions = {}) {
     this.#options = validate({ ...DEFAULTS, ...stripUndefined(options) });
-    this.#pool = new Piscina({
-      filename: fileURLToPath(WORKER_MODULE),
-      name: 'signBatch',
-      minThreads: 0,
-      maxThreads: this.#options.threads,
-      idleTimeout: this.#options.idleTimeoutMs,
-      execArgv: workerExecArgv(WORKER_MODULE),
-    });
-    this.#pool.on('error', (error: unknown) => this.#onPoolError(error));
+  }
+
+  /** Whether the worker pool exists: made at the first flush too large to sign inline. */
+  get started(): boolean {
+    return this.#pool !== undefined;
   }
 
   /** Why the worker threads were given up and signing went inline, if they were. */
@@ -199,7 +200,7 @@ export class SigningPool {
     if (this.#closed) return;
     this.#closed = true;
     this.#rejectAll(this.#queue.splice(0), undefined);
-    await this.#pool.destroy();
+    await this.#pool?.destroy();
   }
 
   #flush(): void {
@@ -264,6 +265,7 @@ export class SigningPool {
     this.#inFlight.add(batch);
     let running: Promise<string[]>;
     try {
+      this.#pool ??= this.#startPool();
       running = this.#pool.run(tasks) as Promise<string[]>;
     } catch (error) {
       // piscina throws synchronously when a worker cannot start: sign on the main thread instead.
@@ -292,6 +294,23 @@ export class SigningPool {
         this.#rejectAll(batch, error);
       },
     );
+  }
+
+  #startPool(): Piscina<readonly SignTask[], string[]> {
+    // Loaded here, not imported: piscina's module is only worth its heap once a flush needs it.
+    const { Piscina: Pool } = load('piscina') as typeof import('piscina');
+    const pool = new Pool<readonly SignTask[], string[]>({
+      filename: fileURLToPath(WORKER_MODULE),
+      name: 'signBatch',
+      minThreads: 0,
+      maxThreads: this.#options.threads,
+      idleTimeout: this.#options.idleTimeoutMs,
+      execArgv: workerExecArgv(WORKER_MODULE),
+      // Nothing reads piscina's run and wait time histograms; recording them costs every task.
+      recordTiming: false,
+    });
+    pool.on('error', (error: unknown) => this.#onPoolError(error));
+    return pool;
   }
 
   #onPoolError(error: unknown): void {

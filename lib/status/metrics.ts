@@ -11,7 +11,7 @@
  *   new ──(listens to events)──► open ──close()──► closed (listeners removed)
  */
 import type { EventEmitter } from 'node:events';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from './prom-client-parts.ts';
 import type { AttemptEvent, EngineEvents, OperationalEvent } from '../engine/engine-events.ts';
 import type { StatusSnapshot } from './node-status.ts';
 import type { Outcome } from '../model.ts';

@@ -81,6 +81,14 @@ describe('SigningPool', () => {
       expect(pool.stats).to.deep.equal({ inline: 8, pooled: 0, tasks: 0 });
     });
 
+    it('makes no worker pool: one is made at the first flush too large to sign inline', async () => {
+      expect(pool.started).to.equal(false);
+      await Promise.all(requests(8, KiB, keys).map((r) => pool.sign(r)));
+      expect(pool.started).to.equal(false);
+      await Promise.all(requests(40, KiB, keys).map((r) => pool.sign(r)));
+      expect(pool.started).to.equal(true);
+    });
+
     it('flushes each turn separately', async () => {
       const [first, second] = requests(2, KiB, keys);
       expect(await pool.sign(first!)).to.equal(inline(first!));

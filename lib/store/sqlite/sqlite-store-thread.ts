@@ -67,6 +67,14 @@ const THREAD_ENTRY = `${
 
 export type SqliteStoreThreadOptions = Omit<SqliteStoreOptions, 'clock' | 'groupCommit'>;
 
+/**
+ * The thread's V8 young generation, in MB. Left to V8, it grows to the main thread's size under
+ * a burst of claims and fan-outs and keeps it, although what the thread allocates (rows, their
+ * messages) dies within a call; capped, the thread holds less memory at the same CPU per
+ * delivery (docs/PERFORMANCE.md, Memory).
+ */
+const THREAD_YOUNG_GENERATION_MB = 6;
+
 export class SqliteStoreThread implements Store {
   readonly #options: SqliteStoreThreadOptions;
   #worker: Worker | undefined;
@@ -299,7 +307,12 @@ export class SqliteStoreThread implements Store {
   }
 
   #start(): Worker {
-    const worker = new Worker(THREAD_ENTRY, { eval: true, workerData: this.#options, execArgv: workerExecArgv(THREAD_FILE) });
+    const worker = new Worker(THREAD_ENTRY, {
+      eval: true,
+      workerData: this.#options,
+      execArgv: workerExecArgv(THREAD_FILE),
+      resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB },
+    });
     worker.unref();
     worker.on('message', (reply: StoreThreadReply) => this.#receive(reply));
     if (this.#listeners.size > 0) worker.postMessage({ type: 'watch' } satisfies StoreThreadRequest);
