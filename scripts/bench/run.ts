@@ -164,7 +164,7 @@ for (const [name, r] of Object.entries(scenarios)) {
       rows.push([name, `schedule ${fmt(r.scheduleRatio)}×, heap ${fmt(r.heapRatio)}×`, `${fmt(r.schedulePerSec)}/s, heap ${fmt(r.heapMB, ' MB')}, 24 h advanced in ${fmt(r.advance24hMs, ' ms')}; setTimeout ${fmt(r.baselineSchedulePerSec)}/s, ${fmt(r.baselineHeapMB, ' MB')}`, 'heap ≤ 100 MB, ≥ 2 M/s', verdict(r)]);
       break;
     case 'endpoints':
-      rows.push([name, '—', `${fmt(r.endpoints)} endpoints: peak RSS ${fmt(r.peakRssMB, ' MB')} (heap ${fmt(r.peakHeapMB, ' MB')}), settled ${fmt(r.settledRssMB, ' MB')} (heap ${fmt(r.settledHeapMB, ' MB')}), actors ${fmt(r.actorsAtPeak)} → ${fmt(r.actorsAfterEviction)}`, '≤ 200 MB RSS', verdict(r)]);
+      rows.push([name, '—', `${fmt(r.endpoints)} endpoints: peak RSS ${fmt(r.peakRssMB, ' MB')} (heap ${fmt(r.peakHeapMB, ' MB')}), settled ${fmt(r.settledRssMB, ' MB')} (heap ${fmt(r.settledHeapMB, ' MB')}), actors ${fmt(r.actorsAtPeak)} → ${fmt(r.actorsAfterEviction)}`, '≤ 150 MB RSS', verdict(r)]);
       break;
     case 'recovery':
       rows.push([name, `peak/mean ${fmt(r.peakToMean)}`, `peak ${fmt(r.peakPerSec)}/s, mean ${fmt(r.meanPerSec)}/s over ${fmt(r.recoverySeconds, ' s')}`, 'peak ≤ 3 × mean', verdict(r)]);
