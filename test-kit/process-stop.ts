@@ -1,7 +1,9 @@
 /**
- * Stopping a process without the event loop: what a cleanup does on SIGINT/SIGTERM, when no
- * promise will settle again before the process exits.
+ * Stopping a process: without the event loop (`stopPidSync`), what a cleanup does on
+ * SIGINT/SIGTERM, when no promise will settle again before the process exits; and with it
+ * (`stopChild`), the orderly stop of a child the benches started.
  */
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
@@ -42,4 +44,18 @@ export function stopPidSync(pid: number, signal: NodeJS.Signals, graceMs: number
       // gone in between
     }
   }
+}
+
+/**
+ * Stops a child process with the event loop: `ask` it to go (a signal, a close message), wait
+ * for its exit, and SIGKILL it if it has not gone after `killAfterMs`. Resolves at once when it
+ * has exited already.
+ */
+export async function stopChild(child: ChildProcess, ask: () => void, killAfterMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+  ask();
+  await exited;
+  clearTimeout(timer);
 }

@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import type { ConfigOverrides } from '../../lib/config/config.ts';
 import { freePort } from '../../test-kit/free-port.ts';
-import { stopPidSync } from '../../test-kit/process-stop.ts';
+import { stopChild, stopPidSync } from '../../test-kit/process-stop.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'cli', 'main.js');
@@ -123,12 +123,7 @@ export async function startHeraldService(options: HeraldServiceOptions): Promise
       return ids;
     },
     async close() {
-      if (child.exitCode === null && child.signalCode === null) {
-        const timer = setTimeout(() => child.kill('SIGKILL'), STOP_LIMIT_MS);
-        child.kill('SIGTERM');
-        await exited;
-        clearTimeout(timer);
-      }
+      await stopChild(child, () => child.kill('SIGTERM'), STOP_LIMIT_MS);
       rmSync(dir, { recursive: true, force: true });
     },
     closeSync() {

@@ -5,7 +5,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { stopPidSync } from '../../test-kit/process-stop.ts';
+import { stopChild, stopPidSync } from '../../test-kit/process-stop.ts';
 import type { ProducerJob, ProducerReport } from './open-loop-producer.ts';
 import type { Cleanup } from './peers/peer-kit.ts';
 
@@ -32,15 +32,7 @@ export async function startOpenLoopProducer(job: ProducerJob, cleanup: Cleanup):
     execArgv: process.execArgv.filter((arg) => arg !== '--expose-gc' && !arg.startsWith('--cpu-prof')),
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const close = async (): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    if (child.connected) child.send({ type: 'close' });
-    else child.kill('SIGTERM');
-    await exited;
-    clearTimeout(timer);
-  };
+  const close = (): Promise<void> => stopChild(child, () => (child.connected ? child.send({ type: 'close' }) : child.kill('SIGTERM')), 5_000);
   cleanup.add(`producer ${child.pid}`, () => child.pid !== undefined && stopPidSync(child.pid, 'SIGKILL', 2_000), close);
   await new Promise<void>((resolve, reject) => {
     const onExit = (code: number | null): void => {

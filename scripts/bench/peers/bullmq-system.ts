@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { freePort } from '../../../test-kit/free-port.ts';
-import { isAlive, stopPidSync } from '../../../test-kit/process-stop.ts';
+import { isAlive, stopChild, stopPidSync } from '../../../test-kit/process-stop.ts';
 import { startProducer, waitFor } from '../harness.ts';
 import type { BullmqWorkerConfig } from './bullmq-worker.ts';
 import { ENQUEUE_BATCH, forkWorker, packageVersion, processTicks, treeTicks } from './peer-kit.ts';
@@ -56,16 +56,7 @@ export function bullmqSystem(name: string, persistence: keyof typeof PERSISTENCE
       cleanup.add(
         'redis-server',
         () => stopPidSync(redisPid, 'SIGTERM', 5_000),
-        () =>
-          new Promise<void>((resolve) => {
-            if (redis.exitCode !== null || redis.signalCode !== null) return resolve();
-            const timer = setTimeout(() => redis.kill('SIGKILL'), 5_000);
-            redis.once('exit', () => {
-              clearTimeout(timer);
-              resolve();
-            });
-            redis.kill('SIGTERM');
-          }),
+        () => stopChild(redis, () => redis.kill('SIGTERM'), 5_000),
       );
       // Up when a client gets through: the producer and the worker connect next.
       const probe = new Queue(QUEUE, { connection: { host: '127.0.0.1', port, maxRetriesPerRequest: null } });

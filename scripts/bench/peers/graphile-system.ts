@@ -10,7 +10,7 @@
 import { fileURLToPath } from 'node:url';
 import { Logger, makeWorkerUtils } from 'graphile-worker';
 import type { PostgresServer } from '../../../test-kit/postgres-server.ts';
-import { stopPidSync } from '../../../test-kit/process-stop.ts';
+import { stopChild, stopPidSync } from '../../../test-kit/process-stop.ts';
 import { startProducer } from '../harness.ts';
 import type { GraphileWorkerConfig } from './graphile-worker.ts';
 import { ENQUEUE_BATCH, forkWorker, packageVersion, processTicks, treeTicks } from './peer-kit.ts';
@@ -67,11 +67,6 @@ export function graphileSystem(name: string, server: PostgresServer, options: { 
 }
 
 /** Asks the worker to close and waits for it (the cleanup's step then finds it gone). */
-async function stopWorker(worker: import('node:child_process').ChildProcess): Promise<void> {
-  if (worker.exitCode !== null || worker.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
-  const timer = setTimeout(() => worker.kill('SIGKILL'), 10_000);
-  worker.send({ type: 'close' });
-  await exited;
-  clearTimeout(timer);
+function stopWorker(worker: import('node:child_process').ChildProcess): Promise<void> {
+  return stopChild(worker, () => worker.send({ type: 'close' }), 10_000);
 }

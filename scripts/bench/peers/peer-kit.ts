@@ -16,7 +16,7 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { computeSignature } from '../../../lib/signing/signature.ts';
-import { stopPidSync } from '../../../test-kit/process-stop.ts';
+import { stopChild, stopPidSync } from '../../../test-kit/process-stop.ts';
 import { payloadOf, preciseNow, progress, type SinkProcess } from '../harness.ts';
 
 export const ENDPOINTS = 100;
@@ -251,17 +251,7 @@ export async function forkWorker(file: string, config: unknown, cleanup: Cleanup
   cleanup.add(
     `worker ${child.pid}`,
     () => child.pid !== undefined && stopPidSync(child.pid, 'SIGKILL', 2_000),
-    () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-        child.once('exit', () => {
-          clearTimeout(timer);
-          resolve();
-        });
-        if (child.connected) child.send({ type: 'close' });
-        else child.kill('SIGTERM');
-      }),
+    () => stopChild(child, () => (child.connected ? child.send({ type: 'close' }) : child.kill('SIGTERM')), 10_000),
   );
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${file} not ready within 60 s`)), 60_000);
