@@ -28,7 +28,8 @@ import { fileURLToPath } from 'node:url';
 import type { Piscina } from 'piscina';
 import { ClosedError, ConfigError } from '../errors.ts';
 import type { SignTask } from './sign-worker.ts';
-import { assertSequence, assertSignable, sequenceSignatureHeader, signatureHeader } from './signature.ts';
+import { Ed25519SigningKey } from './ed25519-key.ts';
+import { assertSequence, assertSignable, sequenceSignatureHeader, signatureHeader, type SigningKey } from './signature.ts';
 import { workerExecArgv } from '../worker-exec-argv.ts';
 import { workerModule } from '../worker-module.ts';
 
@@ -67,8 +68,8 @@ export interface SigningPoolOptions {
 }
 
 export interface SignRequest {
-  /** HMAC keys (decoded `whsec_` secrets, see `secretKey()`), current first; each signs. */
-  readonly keys: readonly Uint8Array[];
+  /** HMAC keys (decoded `whsec_` secrets) and ed25519 keys (opened `whsk_`), see `signingKey()`; current first; each signs. */
+  readonly keys: readonly SigningKey[];
   /** The `webhook-id`: the event id. */
   readonly id: string;
   /** The `webhook-timestamp`, whole seconds. */
@@ -150,8 +151,8 @@ export class SigningPool {
   }
 
   /**
-   * The `webhook-signature` header value for one request: `v1,<sig>` per key,
-   * space-separated.
+   * The `webhook-signature` header value for one request: `v1,<sig>` per HMAC
+   * key, `v1a,<sig>` per ed25519 key, space-separated.
    *
    * @throws ClosedError (`HERALD_CLOSED`, as a rejection) once `close()` was called.
    * @throws ValidationError (`HERALD_INVALID_INPUT`, as a rejection) with no keys or a bad timestamp.
@@ -247,7 +248,8 @@ export class SigningPool {
     this.#stats.pooled += batch.length;
     // Requests of one endpoint share their keys: encode each key once per task.
     const encoded = new Map<Uint8Array, string>();
-    const encode = (key: Uint8Array): string => {
+    const encode = (key: SigningKey): string => {
+      if (key instanceof Ed25519SigningKey) return key.text;
       let text = encoded.get(key);
       if (text === undefined) {
         text = Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString('base64');
