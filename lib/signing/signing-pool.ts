@@ -36,6 +36,14 @@ import { workerModule } from '../worker-module.ts';
 const KiB = 1024;
 const SECOND = 1000;
 
+/**
+ * What one ed25519 signature weighs in the byte counts that decide inline or pooled and size the
+ * batches. An ed25519 signature costs ≈ 100 µs whatever the body, 15 to 50 times an HMAC of a small
+ * body and about a pool task's messaging (`scripts/bench/signature-kinds.ts`): counted as 16 KiB, a
+ * flush holding even one goes to the worker rather than stalling the main thread.
+ */
+const ED25519_WEIGHT_BYTES = 16 * KiB;
+
 export interface SigningPoolOptions {
   /** Worker threads. @default 1 */
   readonly threads?: number;
@@ -53,7 +61,9 @@ export interface SigningPoolOptions {
   readonly batchMaxCount?: number;
   /**
    * A flush whose bodies total fewer bytes is signed inline on the main
-   * thread; 0 sends everything to the pool.
+   * thread; 0 sends everything to the pool. Each ed25519 signature counts as
+   * 16 KiB more (it costs as much as HMACs of that many bytes): by default a
+   * flush with one goes to the pool.
    *
    * Why 16 KiB: inline HMAC costs grow with the body, a task's messaging does
    * not; about sixteen 1 KiB bodies signed inline cost what one task costs the
@@ -189,7 +199,9 @@ export class SigningPool {
     }
     // Characters, not UTF-8 bytes: only batches are sized by it, and `length` costs nothing
     // while `Buffer.byteLength` reads the whole body on the main thread.
-    this.#queue.push({ request, sequence, bytes: request.body.length, resolve, reject });
+    let bytes = request.body.length;
+    for (const key of request.keys) if (key instanceof Ed25519SigningKey) bytes += ED25519_WEIGHT_BYTES * (sequence === undefined ? 1 : 2);
+    this.#queue.push({ request, sequence, bytes, resolve, reject });
     if (!this.#flushQueued) {
       this.#flushQueued = true;
       queueMicrotask(() => this.#flush());

@@ -223,5 +223,15 @@ describe('ed25519 signatures (v1a)', () => {
       );
       expect(pooled[0]?.signature.split(' ').map((p) => p.slice(0, p.indexOf(',')))).to.deep.equal(['v1a', 'v1']);
     });
+
+    it('sends a flush with an ed25519 signature to the worker by default, where the same small HMAC request is signed inline', async () => {
+      const ed = ed25519SigningKey(generateEd25519Key().secret);
+      const request = { id: 'evt_1', timestampSec: NOW_SEC, body: BODY };
+      pool = new SigningPool();
+      await pool.sign({ ...request, keys: [secretKey(generateSecret())] });
+      expect(pool.stats).to.include({ inline: 1, pooled: 0 });
+      expect(await pool.sign({ ...request, keys: [ed] })).to.equal(signatureHeader([ed], 'evt_1', NOW_SEC, BODY));
+      expect(pool.stats).to.include({ inline: 1, pooled: 1, tasks: 1 });
+    });
   });
 });
