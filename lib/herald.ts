@@ -214,11 +214,13 @@ export class Herald {
   }
 
   /**
-   * A new current secret; the previous one keeps signing for `signing.rotationOverlapMs`.
-   * @throws NotFoundError; ConflictError when another rotation of this endpoint's secrets landed first.
+   * A new current secret; the previous one keeps signing for `signing.rotationOverlapMs`. `input`:
+   * `{ signatureScheme: 'hmac-sha256' | 'ed25519' }`, by default the current secret's scheme.
+   * @returns `secret`: the new `whsec_` (shown this once), or the `whpk_` of a new ed25519 key.
+   * @throws ValidationError; NotFoundError; ConflictError when another rotation of this endpoint's secrets landed first.
    */
-  async rotateSecret(id: string): Promise<{ endpoint: EndpointView; secret: string }> {
-    return this.#parts.secrets.rotate(id);
+  async rotateSecret(id: string, input?: unknown): Promise<{ endpoint: EndpointView; secret: string }> {
+    return this.#parts.secrets.rotate(id, input);
   }
 
   /** Rewrites every endpoint's secrets under the current key (`herald secrets reencrypt`). */

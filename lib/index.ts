@@ -3,7 +3,7 @@
  * application uses. Inside lib/, modules import from their defining files.
  */
 export { Herald, type HeraldDeps } from './herald.ts';
-export type { EndpointView } from './endpoints/endpoint-admin.ts';
+export type { EndpointView, SigningKeyView } from './endpoints/endpoint-admin.ts';
 export type { ReencryptOutcome } from './endpoints/secret-admin.ts';
 export type { DeadLetterView } from './dead-letters/dead-letter-desk.ts';
 export type { ClusterNodeStatus, StatusSnapshot } from './status/node-status.ts';
@@ -37,6 +37,7 @@ export {
   hasCode,
 } from './errors.ts';
 export type { OutboxEvent, Endpoint, Delivery, Attempt, Outcome, DeadLetter, DeliveryMode, RetrySpec, RetryFormula, RateLimit } from './model.ts';
+export { SignatureScheme, type SigningSecret } from './model.ts';
 export { DisabledReason, JitterKind, TriageState, type Triage } from './model.ts';
 export { ReplayJobState, type ReplayJob, type ReplayJobOptions } from './dead-letters/replay-jobs.ts';
 export type { Store } from './store/port.ts';

@@ -110,15 +110,30 @@ export type RetrySpec =
   | RetryFormula;
 
 /** A `whsec_` signing secret. During a rotation the old one keeps signing until `expiresAt`. */
+/**
+ * How an endpoint's key signs (Standard Webhooks): `hmac-sha256`, a shared `whsec_` secret, signatures
+ * `v1,`; `ed25519`, a `whsk_` key pair whose public `whpk_` the consumer verifies with, signatures `v1a,`.
+ */
+export const SignatureScheme = {
+  HMAC_SHA256: 'hmac-sha256',
+  ED25519: 'ed25519',
+} as const;
+export type SignatureScheme = (typeof SignatureScheme)[keyof typeof SignatureScheme];
+
 export interface SigningSecret {
   /**
-   * As stored: sealed, `enc:v1:<keyId>:…` (lib/signing/secret-box.ts), or a plain `whsec_…` one
-   * written before encryption existed or without a key. Only the signer opens it.
+   * As stored: sealed, `enc:v1:<keyId>:…` (lib/signing/secret-box.ts), or a plain `whsec_…`/`whsk_…`
+   * one written before encryption existed or without a key. Only the signer opens it.
    */
   readonly secret: string;
   readonly createdAt: number;
   /** `null` for the current secret; set on the previous one when a rotation starts. */
   readonly expiresAt: number | null;
+  /**
+   * The `whpk_…` public key of an ed25519 key (public: kept plain, shown any time). Absent for a
+   * `whsec_` HMAC secret, so every secret written before ed25519 keys existed reads as HMAC.
+   */
+  readonly publicKey?: string;
 }
 
 /**

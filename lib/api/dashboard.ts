@@ -103,7 +103,7 @@ async function refresh() {
       (overdue ? ', limit ' + esc(durationText(dl.reviewWithinMs)) : '') + '</small>' : '') + '</b></div>');
 
     $('endpoints').innerHTML = endpoints.data.length === 0 ? '<tr><td class="empty">No endpoints yet.</td></tr>' :
-      head(['endpoint', 'tenant', 'url', 'health', 'breaker', 'failure rate (1 h, cluster)', 'limits', 'queued', 'last error', '']) +
+      head(['endpoint', 'tenant', 'url', 'health', 'breaker', 'failure rate (1 h, cluster)', 'limits', 'signing', 'queued', 'last error', '']) +
       endpoints.data.map((e) => {
         const a = actors.get(e.id); const r = rates.get(e.id); const breaker = a?.breaker ?? 'closed';
         const health = e.status === 'disabled' ? '<span class="bad">disabled (' + esc(e.disabledReason) + ')</span>'
@@ -113,7 +113,7 @@ async function refresh() {
         const limits = esc(e.concurrency) + ' at once' + (e.rateLimit ? ' · ' + esc(+e.rateLimit.perSecond.toPrecision(4)) + '/s, burst ' + esc(e.rateLimit.burst) : '')
           + (e.ordering === 'fifo' ? ' · FIFO, one per key' : '');
         return row(['<code>' + esc(e.id) + '</code>', esc(e.tenantId), esc(e.url), health,
-          '<span class="pill ' + breakerClass[breaker] + '">' + esc(breaker) + '</span>', rate, limits, esc((a?.queued ?? 0) + (a?.running ?? 0)),
+          '<span class="pill ' + breakerClass[breaker] + '">' + esc(breaker) + '</span>', rate, limits, signingText(e), esc((a?.queued ?? 0) + (a?.running ?? 0)),
           '<span class="bad">' + esc(a?.lastError ?? r?.lastError ?? '') + '</span>', action], 'data-endpoint="' + esc(e.id) + '"');
       }).join('');
 

@@ -44,8 +44,9 @@ export const DURATION_TEXT_SCRIPT = String.raw`const durationText = (ms) => {
  * The helpers, as script text: `$` (by id), `esc` (HTML-escapes anything the API returned),
  * `when` (epoch ms as UTC), `durationText` ({@link DURATION_TEXT_SCRIPT}), `token`, `say` (the
  * status line), `row` and `head` (table rows), `api` (a call with the bearer token; a 401
- * forgets the token and shows the page's `showLogin()`), and `pager`: a list shown one page at
- * a time (see below).
+ * forgets the token and shows the page's `showLogin()`), `signingText` (an endpoint's signing
+ * keys: each scheme, an ed25519 key's public key, a previous key's expiry), and `pager`: a list
+ * shown one page at a time (see below).
  */
 export function pageKitScript(tokenKey: string): string {
   const key = JSON.stringify(tokenKey);
@@ -57,6 +58,8 @@ const token = () => sessionStorage.getItem(${key});
 const say = (text, bad) => { $('msg').textContent = text; $('msg').className = bad ? 'bad' : 'ok'; };
 const row = (cells, attrs = '') => '<tr ' + attrs + '>' + cells.map((c) => '<td>' + c + '</td>').join('') + '</tr>';
 const head = (names) => '<tr>' + names.map((n) => '<th>' + esc(n) + '</th>').join('') + '</tr>';
+const signingText = (e) => (e.signingKeys ?? []).map((k) => esc(k.scheme) + (k.publicKey ? ' <code class="public-key">' + esc(k.publicKey) + '</code>' : '') +
+  (k.expiresAt != null ? ' <span class="muted">until ' + esc(when(k.expiresAt)) + '</span>' : '')).join('<br>');
 async function api(path, init = {}) {
   const res = await fetch(path, { ...init, headers: { authorization: 'Bearer ' + token(), 'content-type': 'application/json' } });
   const body = res.status === 204 ? null : await res.json();

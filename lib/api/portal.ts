@@ -15,8 +15,8 @@
  * one page of `PAGE_ROWS` at a time, Older / Newer through the API's cursor; an endpoint's
  * events after sequence number N (`webhook-sequence`), in order and paged, to
  * explain a gap a consumer saw; and how to
- * verify signatures: the secret of the last rotation or creation made here, and
- * a Node snippet. It refreshes every 5 s. Everything the API returns is escaped
+ * verify signatures: the secret of the last rotation or creation made here (an
+ * ed25519 endpoint's public key, which its row shows any time), and a Node snippet. It refreshes every 5 s. Everything the API returns is escaped
  * before it is shown.
  *
  * A link may carry the token in its fragment, `/portal#token=htk_…`: a fragment
@@ -73,7 +73,8 @@ list what comes after the last number you saw.</p>
 <section id="verify"><h2>Verifying signatures</h2>
 <p>Every request carries the <a href="https://www.standardwebhooks.com/">Standard Webhooks</a> headers <code>webhook-id</code>,
 <code>webhook-timestamp</code> and <code>webhook-signature</code>: an HMAC-SHA256 of <code>id.timestamp.body</code> with your endpoint's
-secret. Check it on the raw body, before parsing it, and refuse a timestamp more than 5 minutes away from your clock.</p>
+secret (<code>v1,</code>), or for an ed25519 endpoint an ed25519 signature of it that its public key (<code>whpk_…</code>, in the endpoints
+table) verifies (<code>v1a,</code>). Check it on the raw body, before parsing it, and refuse a timestamp more than 5 minutes away from your clock.</p>
 <p id="secret-line" class="muted">Your signing secret was shown when the endpoint was created. To get a new one here, press Rotate secret:
 the old secret keeps signing for a while, so you can deploy the new one first.</p>
 <pre id="snippet"></pre></section>
@@ -89,6 +90,16 @@ function showLogin() { const has = !!token(); $('login').hidden = has; $('logout
   sessionStorage.setItem('heraldPortalToken', decodeURIComponent(m[1])); history.replaceState(null, '', location.pathname + location.search); })();
 
 function snippet(secret) {
+  if (secret && secret.startsWith('whpk_')) return "import { createPublicKey, verify } from 'node:crypto';\n\n" +
+    "const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from('" + secret.slice(5) + "', 'base64').toString('base64url') }, format: 'jwk' });\n\n" +
+    "app.post('/hooks', express.raw({ type: 'application/json' }), (req, res) => {\n" +
+    "  const signed = Buffer.concat([Buffer.from(req.headers['webhook-id'] + '.' + req.headers['webhook-timestamp'] + '.'), req.body]);\n" +
+    "  const ok = String(req.headers['webhook-signature']).split(' ').filter((s) => s.startsWith('v1a,'))\n" +
+    "    .some((s) => verify(null, signed, key, Buffer.from(s.slice(4), 'base64')));\n" +
+    "  if (!ok || Math.abs(Date.now() / 1000 - Number(req.headers['webhook-timestamp'])) > 300) return res.status(400).end();\n" +
+    "  // req.headers['webhook-id'] is the same on every retry of one event: use it to drop duplicates.\n" +
+    "  res.status(204).end();\n" +
+    "});\n";
   return "// npm install standardwebhooks   (or, inside a Herald install: import { verify } from 'herald')\n" +
     "import { Webhook } from 'standardwebhooks';\n\n" +
     "const wh = new Webhook('" + (secret ?? 'whsec_…your endpoint secret…') + "');\n\n" +
@@ -105,7 +116,9 @@ function snippet(secret) {
 }
 function showSecret(endpointId, secret) {
   $('secret-line').className = '';
-  $('secret-line').innerHTML = 'Secret of <code>' + esc(endpointId) + '</code>, shown once — copy it now: <code id="secret">' + esc(secret) + '</code>';
+  $('secret-line').innerHTML = secret.startsWith('whpk_')
+    ? 'Public key (ed25519) of <code>' + esc(endpointId) + '</code>, also in the endpoints table: <code id="secret">' + esc(secret) + '</code>'
+    : 'Secret of <code>' + esc(endpointId) + '</code>, shown once — copy it now: <code id="secret">' + esc(secret) + '</code>';
   $('snippet').textContent = snippet(secret);
 }
 
@@ -118,7 +131,7 @@ async function refresh() {
     const tenants = [...new Set(endpoints.data.map((e) => e.tenantId))];
     $('who').textContent = tenants.length ? 'tenant ' + tenants.join(', ') : '';
     $('endpoints').innerHTML = endpoints.data.length === 0 ? '<tr><td class="empty">No endpoints yet.</td></tr>' :
-      head(['endpoint', 'url', 'event types', 'health', 'failures (1 h)', '']) +
+      head(['endpoint', 'url', 'event types', 'health', 'failures (1 h)', 'signing', '']) +
       endpoints.data.map((e) => {
         const r = rates.get(e.id);
         const health = e.status === 'disabled' ? '<span class="bad">disabled (' + esc(e.disabledReason) + ')</span>'
@@ -126,7 +139,7 @@ async function refresh() {
         const rate = r ? Math.round(r.failureRate * 100) + ' % <span class="muted">(' + r.failures + '/' + r.attempts + ')</span>' : '<span class="muted">no attempts</span>';
         const id = esc(e.id);
         return row(['<code>' + id + '</code>' + (e.description ? '<br><span class="muted">' + esc(e.description) + '</span>' : ''), esc(e.url),
-          esc(e.eventTypes.length ? e.eventTypes.join(', ') : 'every type'), health, rate,
+          esc(e.eventTypes.length ? e.eventTypes.join(', ') : 'every type'), health, rate, signingText(e),
           '<button data-test="' + id + '">Send test event</button> <button data-rotate="' + id + '">Rotate secret</button> ' +
           (e.status === 'disabled' ? '<button data-enable="' + id + '">Enable</button>' : '<button data-disable="' + id + '">Disable</button>') +
           ' <button data-log="' + id + '">Deliveries</button> <button data-seq="' + id + '">Events by sequence</button>'], 'data-endpoint="' + id + '"');

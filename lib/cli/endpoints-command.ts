@@ -1,7 +1,8 @@
 /**
  * `herald endpoints add|update|list|show|events|enable|disable|rotate-secret`: endpoints
  * over the admin API. Secrets are printed only when the API returns one
- * (on `add` and `rotate-secret`), never listed. `events` lists an endpoint's
+ * (on `add` and `rotate-secret`), never listed; an ed25519 key's public key
+ * (`--scheme ed25519`) is public and `show` prints it too. `events` lists an endpoint's
  * deliveries after a sequence number (`webhook-sequence`), to explain a gap.
  */
 import type { SequencePage } from '../endpoints/sequence-page.ts';
@@ -31,8 +32,11 @@ interface EndpointView {
   readonly failingSince: number | null;
   readonly secretCount: number;
   readonly previousSecretExpiresAt: number | null;
+  /** Absent from an older node. */
+  readonly signingKeys?: ReadonlyArray<{ readonly scheme: string; readonly publicKey: string | null; readonly expiresAt: number | null }>;
   readonly createdAt: number;
   readonly updatedAt: number;
+  /** A new `whsec_` secret, or the `whpk_` public key of a new ed25519 key. */
   readonly secret?: string;
 }
 
@@ -46,6 +50,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
     'rate-limit': { type: 'string' },
     mode: { type: 'string' },
     ordering: { type: 'string' },
+    scheme: { type: 'string' },
     description: { type: 'string' },
     id: { type: 'string' },
     after: { type: 'string' },
@@ -70,12 +75,14 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
         if (values.tenant === undefined || target === undefined) throw new UsageError('endpoints add: the endpoint URL and --tenant are required');
         const body: Record<string, unknown> = { tenantId: values.tenant, url: target, ...settingsOf(values) };
         if (values.id !== undefined) body.id = values.id;
+        if (values.scheme !== undefined) body.signatureScheme = values.scheme;
         const created = await client.post<EndpointView>('/v1/endpoints', body);
         if (values.json === true) writeJson(io, created);
-        else io.stdout.write(`${show(created)}\nSecret (shown once, give it to the consumer): ${created.secret ?? ''}\n`);
+        else io.stdout.write(`${show(created)}\n${givenKeyText(created.secret ?? '')}\n`);
         return 0;
       }
       case 'update': {
+        if (values.scheme !== undefined) throw new UsageError('endpoints update: --scheme is for add and rotate-secret (a rotation changes the scheme)');
         const body = settingsOf(values);
         if (Object.keys(body).length === 0) throw new UsageError('endpoints update: give at least one setting to change (e.g. --ordering fifo)');
         const updated = await client.patch<EndpointView>(`/v1/endpoints/${encodeURIComponent(needsId())}`, body);
@@ -131,12 +138,13 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
         return 0;
       }
       case 'rotate-secret': {
-        const rotated = await client.post<EndpointView>(`/v1/endpoints/${encodeURIComponent(needsId())}/rotate-secret`);
+        const scheme = values.scheme === undefined ? undefined : { signatureScheme: values.scheme };
+        const rotated = await client.post<EndpointView>(`/v1/endpoints/${encodeURIComponent(needsId())}/rotate-secret`, scheme);
         if (values.json === true) writeJson(io, rotated);
         else {
           io.stdout.write(
-            `New secret of ${rotated.id} (shown once): ${rotated.secret ?? ''}\n` +
-              `The previous secret keeps signing until ${time(rotated.previousSecretExpiresAt)} UTC.\n`,
+            `${rotated.id}: ${givenKeyText(rotated.secret ?? '')}\n` +
+              `The previous key keeps signing until ${time(rotated.previousSecretExpiresAt)} UTC.\n`,
           );
         }
         return 0;
@@ -191,9 +199,23 @@ function show(e: EndpointView): string {
     ['rate limit', rateLimitText(e.rateLimit ?? null)],
     ['failing since', time(e.failingSince)],
     ['secrets', e.secretCount],
+    ...(e.signingKeys === undefined ? [] : [['signing keys', e.signingKeys.map(signingKeyText).join('; ')] as [string, string]]),
     ['created', time(e.createdAt)],
     ['updated', time(e.updatedAt)],
   ]);
+}
+
+/** What the consumer is given: a new `whsec_` (shown once) or an ed25519 key's `whpk_` (public, shown again by `show`). */
+function givenKeyText(secret: string): string {
+  return secret.startsWith('whpk_')
+    ? `Public key (ed25519, give it to the consumer; \`endpoints show\` shows it again): ${secret}`
+    : `Secret (shown once, give it to the consumer): ${secret}`;
+}
+
+/** `ed25519 whpk_… (current)`, `hmac-sha256 (until <time> UTC)`. */
+function signingKeyText(key: NonNullable<EndpointView['signingKeys']>[number]): string {
+  const name = key.publicKey === null ? key.scheme : `${key.scheme} ${key.publicKey}`;
+  return `${name} (${key.expiresAt === null ? 'current' : `until ${time(key.expiresAt)} UTC`})`;
 }
 
 /**

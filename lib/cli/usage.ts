@@ -26,7 +26,7 @@ export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|update|list|show|ev
 
   herald endpoints add <endpoint url> --tenant <id> [--event-types a.b,c.*] [--retry default|aggressive|relaxed|PT10S,PT1M|<JSON>]
                        [--timeout-ms <n>] [--concurrency <n>] [--rate-limit <n>/s[,<burst>]] [--mode at-least-once|at-most-once]
-                       [--ordering none|fifo] [--description <text>] [--id <id>]
+                       [--ordering none|fifo] [--description <text>] [--id <id>] [--scheme hmac-sha256|ed25519]
   herald endpoints update <id> [the settings of add, but --tenant and --id]   changes only those given
                        --ordering fifo: strict order per ordering key, one delivery in flight per key
   herald endpoints list [--tenant <id>]
@@ -35,7 +35,12 @@ export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|update|list|show|ev
                                         its deliveries numbered after n (webhook-sequence), in order
   herald endpoints enable <id>          re-enable; its waiting deliveries go out at once
   herald endpoints disable <id>
-  herald endpoints rotate-secret <id>   a new secret; the old one keeps signing for signing.rotationOverlapMs
+  herald endpoints rotate-secret <id> [--scheme hmac-sha256|ed25519]
+                                        a new secret (by default of the current one's scheme); the old one
+                                        keeps signing for signing.rotationOverlapMs
+
+  --scheme ed25519 signs with an ed25519 key pair (Standard Webhooks v1a): the consumer gets the whpk_ public
+          key, shown again by show; hmac-sha256 (the default) a whsec_ secret, shown once.
 
   --retry takes a preset, comma-separated ISO-8601 durations, or a retry policy as JSON, e.g. a formula:
           '{"initial":"PT30S","multiplier":2,"max":"PT6H","attempts":9,"jitter":"full"}'

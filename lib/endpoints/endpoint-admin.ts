@@ -7,8 +7,8 @@
 import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { DisabledReason, type AdaptiveConcurrency, type Endpoint, type RateLimit } from '../model.ts';
-import { generateSecret } from '../signing/secret.ts';
+import { DisabledReason, type AdaptiveConcurrency, type Endpoint, type RateLimit, type SignatureScheme, type SigningSecret } from '../model.ts';
+import { generateSigningSecret, schemeOf } from '../signing/secret.ts';
 import type { SecretBox } from '../signing/secret-box.ts';
 import type { EndpointPatch, Store } from '../store/port.ts';
 import { validateEndpointChanges, validateNewEndpoint, type EndpointDefaults } from './endpoint-input.ts';
@@ -23,7 +23,19 @@ export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit' | 'adaptiveCon
   readonly secretCount: number;
   /** When the previous secret stops signing, during a rotation. */
   readonly previousSecretExpiresAt: number | null;
+  /** Its keys, current first, without their secrets: the scheme, the public key of an ed25519 one, the expiry. */
+  readonly signingKeys: readonly SigningKeyView[];
 };
+
+/** A signing key as the API shows it. */
+export interface SigningKeyView {
+  readonly scheme: SignatureScheme;
+  /** The `whpk_…` of an ed25519 key (public: shown any time); `null` for an HMAC secret. */
+  readonly publicKey: string | null;
+  readonly createdAt: number;
+  /** `null` for the current key; when it stops signing, for a previous one. */
+  readonly expiresAt: number | null;
+}
 
 /** What the engine of this node is told of an endpoint written through it. */
 export interface EndpointHandoff {
@@ -56,7 +68,8 @@ export class EndpointAdmin {
   }
 
   /**
-   * @returns the endpoint and its first signing secret, shown this once.
+   * @returns the endpoint and what its consumer verifies with: the first `whsec_` secret, shown this
+   *   once, or for `signatureScheme: 'ed25519'` the `whpk_` public key (the `whsk_` never leaves).
    * @throws ValidationError naming the field and rule; ConflictError for a given `id` that exists.
    */
   async create(input: unknown): Promise<{ endpoint: EndpointView; secret: string }> {
@@ -66,7 +79,7 @@ export class EndpointAdmin {
     if (fields.id !== undefined && (await this.#store.getEndpoint(id)) !== undefined) {
       throw new ConflictError(`id: endpoint '${id}' exists already`);
     }
-    const secret = generateSecret();
+    const { secret, publicKey } = generateSigningSecret(fields.signatureScheme);
     const endpoint: Endpoint = {
       id,
       tenantId: fields.tenantId,
@@ -83,12 +96,12 @@ export class EndpointAdmin {
       status: 'enabled',
       disabledReason: null,
       failingSince: null,
-      secrets: [{ secret: this.#secretBox.seal(secret, id), createdAt: now, expiresAt: null }],
+      secrets: [{ secret: this.#secretBox.seal(secret, id), createdAt: now, expiresAt: null, ...(publicKey === undefined ? {} : { publicKey }) }],
       createdAt: now,
       updatedAt: now,
     };
     await this.#store.createEndpoint(endpoint);
-    return { endpoint: viewOf(endpoint), secret };
+    return { endpoint: viewOf(endpoint), secret: publicKey ?? secret };
   }
 
   async list(filter: { tenantId?: string } = {}): Promise<EndpointView[]> {
@@ -156,5 +169,10 @@ export function viewOf(endpoint: Endpoint): EndpointView {
     adaptiveConcurrency: adaptiveConcurrency ?? null,
     secretCount: secrets.length,
     previousSecretExpiresAt: previous?.expiresAt ?? null,
+    signingKeys: secrets.map(signingKeyView),
   };
+}
+
+function signingKeyView(secret: SigningSecret): SigningKeyView {
+  return { scheme: schemeOf(secret), publicKey: secret.publicKey ?? null, createdAt: secret.createdAt, expiresAt: secret.expiresAt };
 }

@@ -4,7 +4,7 @@
  */
 import { durationText } from '../clock.ts';
 import { ValidationError } from '../errors.ts';
-import { ADAPTIVE_CONCURRENCY_DEFAULTS, DeliveryMode, EndpointOrdering, type AdaptiveConcurrency, type Endpoint, type RateLimit, type RetrySpec } from '../model.ts';
+import { ADAPTIVE_CONCURRENCY_DEFAULTS, DeliveryMode, EndpointOrdering, SignatureScheme, type AdaptiveConcurrency, type Endpoint, type RateLimit, type RetrySpec } from '../model.ts';
 import { validateEndpointUrl } from '../delivery/validate-url.ts';
 import { resolveRetrySpec } from '../policy/retry-policy.ts';
 import { validateAdaptiveConcurrency } from './adaptive-concurrency.ts';
@@ -22,9 +22,13 @@ export interface EndpointDefaults {
 export type NewEndpointFields = Pick<
   Endpoint,
   'tenantId' | 'url' | 'description' | 'eventTypes' | 'retry' | 'timeoutMs' | 'mode' | 'ordering' | 'concurrency' | 'rateLimit' | 'adaptiveConcurrency'
-> & { readonly id?: string };
+> & {
+  readonly id?: string;
+  /** How its first key signs. @default 'hmac-sha256' */
+  readonly signatureScheme: SignatureScheme;
+};
 
-export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' | 'rateLimit' | 'adaptiveConcurrency'>> & {
+export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' | 'rateLimit' | 'adaptiveConcurrency' | 'signatureScheme'>> & {
   /** A new limit (replacing the old one whole), or `null` to lift it. */
   readonly rateLimit?: RateLimit | null;
   /** Adaptive concurrency (settings replacing the old ones whole), or `null` for a fixed concurrency. */
@@ -36,7 +40,7 @@ export const TIMEOUT_MAX_MS = 30_000;
 const ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 const EVENT_FILTER_PATTERN = /^(\*|[A-Za-z0-9_:-]+(\.[A-Za-z0-9_:-]+)*(\.\*)?)$/;
 const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'ordering', 'concurrency', 'rateLimit', 'adaptiveConcurrency'] as const;
-const CREATABLE = ['id', 'tenantId', ...EDITABLE] as const;
+const CREATABLE = ['id', 'tenantId', 'signatureScheme', ...EDITABLE] as const;
 
 export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults): NewEndpointFields {
   const body = requireObject(input);
@@ -46,6 +50,7 @@ export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults):
   return {
     ...(id === undefined ? {} : { id }),
     tenantId: identifier(body.tenantId, 'tenantId'),
+    signatureScheme: body.signatureScheme === undefined ? SignatureScheme.HMAC_SHA256 : signatureScheme(body.signatureScheme, 'signatureScheme'),
     url: changes.url ?? validateEndpointUrl(body.url, 'url'),
     description: changes.description ?? '',
     eventTypes: changes.eventTypes ?? [],
@@ -72,6 +77,15 @@ export function identifier(value: unknown, field: string): string {
   if (typeof value !== 'string' || value === '') throw new ValidationError(field, 'is required and must be a non-empty string');
   if (!ID_PATTERN.test(value)) throw new ValidationError(field, `must be 1-128 characters of A-Z a-z 0-9 _ . : - (got ${JSON.stringify(value.slice(0, 140))})`);
   return value;
+}
+
+/** A signature scheme: `hmac-sha256` or `ed25519`. */
+export function signatureScheme(value: unknown, field: string): SignatureScheme {
+  const schemes = Object.values(SignatureScheme) as string[];
+  if (typeof value !== 'string' || !schemes.includes(value)) {
+    throw new ValidationError(field, `must be one of ${schemes.join(', ')} (got ${JSON.stringify(value)})`);
+  }
+  return value as SignatureScheme;
 }
 
 function validateChanges(body: Record<string, unknown>): EndpointChanges {

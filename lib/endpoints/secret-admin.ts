@@ -1,16 +1,17 @@
 /**
- * Endpoint signing secrets over their life: rotation (a new current secret; the previous ones
- * keep signing for the overlap) and re-encryption under the current key after a key rotation
+ * Endpoint signing secrets over their life: rotation (a new current secret, of the same scheme or
+ * another; the previous ones keep signing for the overlap) and re-encryption under the current key after a key rotation
  * (`herald secrets reencrypt`). Both write the secrets only while they are still those read, so a
  * change on another node meanwhile is never overwritten.
  */
 import type { Clock } from '../clock.ts';
-import { ErrorCode, hasCode, SecretUnreadableError } from '../errors.ts';
-import type { Endpoint, SigningSecret } from '../model.ts';
-import { generateSecret } from '../signing/secret.ts';
+import { ErrorCode, hasCode, SecretUnreadableError, ValidationError } from '../errors.ts';
+import { SignatureScheme, type Endpoint, type SigningSecret } from '../model.ts';
+import { generateSigningSecret, schemeOf } from '../signing/secret.ts';
 import type { SecretBox } from '../signing/secret-box.ts';
 import type { Store } from '../store/port.ts';
 import type { EndpointAdmin, EndpointHandoff, EndpointView } from './endpoint-admin.ts';
+import { signatureScheme } from './endpoint-input.ts';
 
 /** How many times re-encryption reads an endpoint again when its secrets changed under it. */
 const REENCRYPT_ROUNDS = 5;
@@ -48,28 +49,34 @@ export class SecretAdmin {
   }
 
   /**
-   * A new current secret; the previous one keeps signing for the overlap.
-   * @throws NotFoundError; ConflictError when another rotation (or a re-encryption) of this
-   *   endpoint's secrets was written between this one's read and its write (nothing is written).
+   * A new current secret; the previous one keeps signing for the overlap. `input.signatureScheme`
+   * picks its scheme (`hmac-sha256` or `ed25519`), by default the current secret's.
+   * @returns the endpoint and what its consumer verifies with: the new `whsec_` (shown this once)
+   *   or the new `whpk_` public key.
+   * @throws ValidationError naming the field; NotFoundError; ConflictError when another rotation
+   *   (or a re-encryption) of this endpoint's secrets was written between this one's read and its
+   *   write (nothing is written).
    */
-  async rotate(id: string): Promise<{ endpoint: EndpointView; secret: string }> {
+  async rotate(id: string, input: unknown = undefined): Promise<{ endpoint: EndpointView; secret: string }> {
+    const requested = rotationScheme(input);
     const endpoint = await this.#endpoints.endpoint(id);
     const now = this.#clock.now();
-    const secret = generateSecret();
+    const current = endpoint.secrets[0];
+    const { secret, publicKey } = generateSigningSecret(requested ?? (current === undefined ? SignatureScheme.HMAC_SHA256 : schemeOf(current)));
     const expiresAt = now + this.#rotationOverlapMs;
     const previous = endpoint.secrets
       .filter((s) => s.expiresAt === null || s.expiresAt > now)
       .map((s) => ({ ...this.#resealed(s, id), expiresAt: s.expiresAt === null ? expiresAt : Math.min(s.expiresAt, expiresAt) }));
     const sealed = this.#secretBox.seal(secret, id);
     const updated = await this.#endpoints.patch(id, {
-      secrets: [{ secret: sealed, createdAt: now, expiresAt: null }, ...previous],
+      secrets: [{ secret: sealed, createdAt: now, expiresAt: null, ...(publicKey === undefined ? {} : { publicKey }) }, ...previous],
       expectedSecrets: endpoint.secrets.map((s) => s.secret),
     });
-    return { endpoint: updated, secret };
+    return { endpoint: updated, secret: publicKey ?? secret };
   }
 
   /**
-   * Rewrites every endpoint's secrets that are plain or sealed under a previous key under the
+   * Rewrites every endpoint's secrets (`whsec_` and `whsk_` alike: opaque text to the box) that are plain or sealed under a previous key under the
    * current key; afterwards the previous keys can be dropped. An endpoint whose secrets this node
    * cannot open is left as it is and listed in `unreadable`. `onProgress` hears after each
    * endpoint. A no-op without a key (secrets stay plain).
@@ -126,4 +133,15 @@ export class SecretAdmin {
       throw error;
     }
   }
+}
+
+/** The scheme a rotation asks for: `{ signatureScheme }`, or nothing (no body) for the current one's. */
+function rotationScheme(input: unknown): SignatureScheme | undefined {
+  if (input === undefined || input === null) return undefined;
+  if (typeof input !== 'object' || Array.isArray(input)) throw new ValidationError('body', 'must be a JSON object');
+  for (const key of Object.keys(input)) {
+    if (key !== 'signatureScheme') throw new ValidationError(key, 'is not a known field (allowed: signatureScheme)');
+  }
+  const { signatureScheme: given } = input as { signatureScheme?: unknown };
+  return given === undefined ? undefined : signatureScheme(given, 'signatureScheme');
 }

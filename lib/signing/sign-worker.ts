@@ -5,16 +5,19 @@
  * list of strings: cheaper to send back than an object per request).
  *
  * It runs in a piscina worker thread, loaded the way the main thread's modules
- * are: compiled, or through tsx (see `workerExecArgv`). Keys arrive as base64
- * strings rather than Buffers: a small Buffer is a view into Node's shared
- * 8 KiB allocation slab, and structured cloning a view copies its whole
- * underlying ArrayBuffer, so 32 key bytes would travel as 8 KiB.
+ * are: compiled, or through tsx (see `workerExecArgv`). Keys arrive as strings
+ * rather than Buffers: a small Buffer is a view into Node's shared 8 KiB
+ * allocation slab, and structured cloning a view copies its whole underlying
+ * ArrayBuffer, so 32 key bytes would travel as 8 KiB. An HMAC key is its bytes
+ * in base64; an ed25519 key is its `whsk_` text (base64 has no `_`, so the two
+ * cannot be confused), opened here once per batch.
  */
-import { sequenceSignatureHeader, signatureHeader } from './signature.ts';
+import { ED25519_SECRET_PREFIX, ed25519SigningKey } from './ed25519-key.ts';
+import { sequenceSignatureHeader, signatureHeader, type SigningKey } from './signature.ts';
 
 /** One request as it crosses to the worker. */
 export interface SignTask {
-  /** HMAC keys, base64 (the decoded `whsec_` secrets). */
+  /** HMAC keys as base64 (the decoded `whsec_` secrets) and ed25519 keys as their `whsk_` text. */
   readonly keys: readonly string[];
   readonly id: string;
   readonly timestampSec: number;
@@ -26,11 +29,11 @@ export interface SignTask {
 /** Piscina calls this export by name (see `SigningPool`), so the module needs no default export. */
 export function signBatch(batch: readonly SignTask[]): string[] {
   // Requests in one batch mostly share an endpoint's secrets: decode each once.
-  const decoded = new Map<string, Buffer>();
-  const keyOf = (encoded: string): Buffer => {
+  const decoded = new Map<string, SigningKey>();
+  const keyOf = (encoded: string): SigningKey => {
     let key = decoded.get(encoded);
     if (key === undefined) {
-      key = Buffer.from(encoded, 'base64');
+      key = encoded.startsWith(ED25519_SECRET_PREFIX) ? ed25519SigningKey(encoded) : Buffer.from(encoded, 'base64');
       decoded.set(encoded, key);
     }
     return key;

@@ -1,10 +1,15 @@
 /**
- * Standard Webhooks signatures: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`,
- * one per active secret, space-separated, so a consumer in the middle of a
- * secret rotation accepts the request with either its old or its new secret.
+ * Standard Webhooks signatures: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` for a `whsec_`
+ * secret, `v1a,<base64 ed25519 signature of "id.timestamp.body">` for a `whsk_` key, one per
+ * active key, space-separated, so a consumer in the middle of a rotation accepts the request with
+ * either its old or its new secret (or public key), whatever the scheme of each.
  */
 import { createHmac } from 'node:crypto';
 import { ValidationError } from '../errors.ts';
+import { ed25519Sign, Ed25519SigningKey } from './ed25519-key.ts';
+
+/** A key that signs: HMAC key bytes (a decoded `whsec_`, `v1,`) or an opened `whsk_` (`v1a,`). */
+export type SigningKey = Uint8Array | Ed25519SigningKey;
 
 /**
  * The three headers of a signed webhook request. A type alias rather than an
@@ -14,7 +19,7 @@ export type WebhookHeaders = {
   readonly 'webhook-id': string;
   /** Seconds since the Unix epoch, as decimal digits. */
   readonly 'webhook-timestamp': string;
-  /** `v1,<signature>` for each active secret, space-separated. */
+  /** `v1,<signature>` or `v1a,<signature>` for each active key, space-separated. */
   readonly 'webhook-signature': string;
 };
 
@@ -30,14 +35,14 @@ export function computeSignature(key: Uint8Array, id: string, timestampSec: numb
 }
 
 /**
- * The `webhook-signature` header value: `v1,<sig>` for each key, in order,
- * space-separated.
+ * The `webhook-signature` header value: `v1,<sig>` for each HMAC key, `v1a,<sig>` for each
+ * ed25519 key, in order, space-separated.
  *
  * @throws ValidationError (`HERALD_INVALID_INPUT`) when `keys` is empty or
  *   `timestampSec` is not a whole non-negative number of seconds.
  */
 export function signatureHeader(
-  keys: readonly Uint8Array[],
+  keys: readonly SigningKey[],
   id: string,
   timestampSec: number,
   body: string | Uint8Array,
@@ -46,7 +51,9 @@ export function signatureHeader(
   let header = '';
   for (const key of keys) {
     if (header !== '') header += ' ';
-    header += `v1,${computeSignature(key, id, timestampSec, body)}`;
+    header += key instanceof Ed25519SigningKey
+      ? `v1a,${ed25519Sign(key.privateKey, `${id}.${timestampSec}.`, body)}`
+      : `v1,${computeSignature(key, id, timestampSec, body)}`;
   }
   return header;
 }
@@ -57,7 +64,7 @@ export function signatureHeader(
  * @throws ValidationError (`HERALD_INVALID_INPUT`) when `keys` is empty or
  *   `timestampSec` is not a whole non-negative number of seconds.
  */
-export function assertSignable(keys: readonly Uint8Array[], timestampSec: number): void {
+export function assertSignable(keys: readonly SigningKey[], timestampSec: number): void {
   if (keys.length === 0) throw new ValidationError('keys', 'must hold at least one signing key');
   if (!Number.isSafeInteger(timestampSec) || timestampSec < 0) {
     throw new ValidationError('timestampSec', `must be whole seconds since the epoch (got ${timestampSec})`);
@@ -99,18 +106,38 @@ export function computeSequenceSignature(key: Uint8Array, id: string, timestampS
 }
 
 /**
- * The `webhook-sequence-signature` header value: `v1,<sig>` for each key, in order, space-separated,
- * each over `${id}.${timestampSec}.${sequence}` (see {@link computeSequenceSignature}).
+ * What an ed25519 key signs for a sequence: `webhook-sequence`, a NUL byte, then
+ * `${id}.${timestampSec}.${sequence}`.
+ *
+ * A key pair cannot be derived into a second key the consumer would also need, so the text is
+ * separated instead. A printable prefix would not do: a body signature covers `${id}.${ts}.${body}`
+ * with `webhook-id` chosen by whoever sends the request, so the signed text
+ * `webhook-sequence:evt_1.1767225600.42` is also the body signature of a forged request with
+ * `webhook-id: webhook-sequence:evt_1` and body `42`. Every way of reading the text as
+ * `id.timestamp.body` puts the NUL in the id, and no HTTP header can carry a NUL byte: the forged
+ * request cannot be sent. The other way round, a body signature's text starts with an event id,
+ * which holds no NUL either (ids are letters, digits and `_ . : -`).
+ */
+export function ed25519SequenceText(id: string, timestampSec: number, sequence: number): string {
+  return `${SEQUENCE_KEY_LABEL}\0${id}.${timestampSec}.${sequence}`;
+}
+
+/**
+ * The `webhook-sequence-signature` header value: `v1,<sig>` for each HMAC key (see
+ * {@link computeSequenceSignature}), `v1a,<sig>` of {@link ed25519SequenceText} for each ed25519
+ * key, in order, space-separated.
  * @throws ValidationError (`HERALD_INVALID_INPUT`) as {@link signatureHeader}, or naming `sequence`
  *   when it is not a whole number ≥ 1.
  */
-export function sequenceSignatureHeader(keys: readonly Uint8Array[], id: string, timestampSec: number, sequence: number): string {
+export function sequenceSignatureHeader(keys: readonly SigningKey[], id: string, timestampSec: number, sequence: number): string {
   assertSignable(keys, timestampSec);
   assertSequence(sequence);
   let header = '';
   for (const key of keys) {
     if (header !== '') header += ' ';
-    header += `v1,${computeSequenceSignature(key, id, timestampSec, sequence)}`;
+    header += key instanceof Ed25519SigningKey
+      ? `v1a,${ed25519Sign(key.privateKey, ed25519SequenceText(id, timestampSec, sequence))}`
+      : `v1,${computeSequenceSignature(key, id, timestampSec, sequence)}`;
   }
   return header;
 }
@@ -126,7 +153,7 @@ export function assertSequence(sequence: number): void {
 export type SequenceHeaders = {
   /** The endpoint's number for the delivery, decimal digits. */
   readonly 'webhook-sequence': string;
-  /** `v1,<signature>` of `id.timestamp.sequence` for each active secret, space-separated. */
+  /** `v1,<signature>` (HMAC) or `v1a,<signature>` (ed25519) of the sequence for each active key, space-separated. */
   readonly 'webhook-sequence-signature': string;
 };
 

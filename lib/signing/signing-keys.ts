@@ -1,6 +1,8 @@
 /**
- * The HMAC keys an endpoint signs with now: its secrets still within their
- * rotation overlap, opened from their stored (sealed) form and decoded.
+ * The keys an endpoint signs with now: its secrets still within their rotation
+ * overlap, opened from their stored (sealed) form and decoded: HMAC key bytes
+ * for a `whsec_`, a ready ed25519 `KeyObject` for a `whsk_` (making one from
+ * the key's text costs more than the signature it makes).
  *
  * Each stored secret is opened once per loaded endpoint, not per delivery: the
  * opened key is remembered against the secret object the actor holds, so the
@@ -9,12 +11,13 @@
  * attempt's signature about as much; doing both per attempt would double it.
  */
 import type { Endpoint, SigningSecret } from '../model.ts';
-import { secretKey } from './secret.ts';
+import { signingKey } from './secret.ts';
+import type { SigningKey } from './signature.ts';
 import type { SecretBox } from './secret-box.ts';
 
 export class SigningKeys {
   readonly #box: SecretBox;
-  readonly #opened = new WeakMap<SigningSecret, Buffer>();
+  readonly #opened = new WeakMap<SigningSecret, SigningKey>();
 
   constructor(box: SecretBox) {
     this.#box = box;
@@ -25,14 +28,14 @@ export class SigningKeys {
    * @throws SecretUnreadableError when one of them cannot be opened (no partial signature set: a
    *   consumer still on the previous secret would fail verification without telling why).
    */
-  active(endpoint: Endpoint, now: number): Buffer[] {
+  active(endpoint: Endpoint, now: number): SigningKey[] {
     return endpoint.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now).map((s) => this.#keyOf(s, endpoint.id));
   }
 
-  #keyOf(secret: SigningSecret, endpointId: string): Buffer {
+  #keyOf(secret: SigningSecret, endpointId: string): SigningKey {
     let key = this.#opened.get(secret);
     if (key === undefined) {
-      key = secretKey(this.#box.open(secret.secret, endpointId));
+      key = signingKey(this.#box.open(secret.secret, endpointId));
       this.#opened.set(secret, key);
     }
     return key;

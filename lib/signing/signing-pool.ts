@@ -28,12 +28,21 @@ import { fileURLToPath } from 'node:url';
 import type { Piscina } from 'piscina';
 import { ClosedError, ConfigError } from '../errors.ts';
 import type { SignTask } from './sign-worker.ts';
-import { assertSequence, assertSignable, sequenceSignatureHeader, signatureHeader } from './signature.ts';
+import { Ed25519SigningKey } from './ed25519-key.ts';
+import { assertSequence, assertSignable, sequenceSignatureHeader, signatureHeader, type SigningKey } from './signature.ts';
 import { workerExecArgv } from '../worker-exec-argv.ts';
 import { workerModule } from '../worker-module.ts';
 
 const KiB = 1024;
 const SECOND = 1000;
+
+/**
+ * What one ed25519 signature weighs in the byte counts that decide inline or pooled and size the
+ * batches. An ed25519 signature costs ≈ 100 µs whatever the body, 15 to 50 times an HMAC of a small
+ * body and about a pool task's messaging (`scripts/bench/signature-kinds.ts`): counted as 16 KiB, a
+ * flush holding even one goes to the worker rather than stalling the main thread.
+ */
+const ED25519_WEIGHT_BYTES = 16 * KiB;
 
 export interface SigningPoolOptions {
   /** Worker threads. @default 1 */
@@ -52,7 +61,9 @@ export interface SigningPoolOptions {
   readonly batchMaxCount?: number;
   /**
    * A flush whose bodies total fewer bytes is signed inline on the main
-   * thread; 0 sends everything to the pool.
+   * thread; 0 sends everything to the pool. Each ed25519 signature counts as
+   * 16 KiB more (it costs as much as HMACs of that many bytes): by default a
+   * flush with one goes to the pool.
    *
    * Why 16 KiB: inline HMAC costs grow with the body, a task's messaging does
    * not; about sixteen 1 KiB bodies signed inline cost what one task costs the
@@ -67,8 +78,8 @@ export interface SigningPoolOptions {
 }
 
 export interface SignRequest {
-  /** HMAC keys (decoded `whsec_` secrets, see `secretKey()`), current first; each signs. */
-  readonly keys: readonly Uint8Array[];
+  /** HMAC keys (decoded `whsec_` secrets) and ed25519 keys (opened `whsk_`), see `signingKey()`; current first; each signs. */
+  readonly keys: readonly SigningKey[];
   /** The `webhook-id`: the event id. */
   readonly id: string;
   /** The `webhook-timestamp`, whole seconds. */
@@ -150,8 +161,8 @@ export class SigningPool {
   }
 
   /**
-   * The `webhook-signature` header value for one request: `v1,<sig>` per key,
-   * space-separated.
+   * The `webhook-signature` header value for one request: `v1,<sig>` per HMAC
+   * key, `v1a,<sig>` per ed25519 key, space-separated.
    *
    * @throws ClosedError (`HERALD_CLOSED`, as a rejection) once `close()` was called.
    * @throws ValidationError (`HERALD_INVALID_INPUT`, as a rejection) with no keys or a bad timestamp.
@@ -188,7 +199,9 @@ export class SigningPool {
     }
     // Characters, not UTF-8 bytes: only batches are sized by it, and `length` costs nothing
     // while `Buffer.byteLength` reads the whole body on the main thread.
-    this.#queue.push({ request, sequence, bytes: request.body.length, resolve, reject });
+    let bytes = request.body.length;
+    for (const key of request.keys) if (key instanceof Ed25519SigningKey) bytes += ED25519_WEIGHT_BYTES * (sequence === undefined ? 1 : 2);
+    this.#queue.push({ request, sequence, bytes, resolve, reject });
     if (!this.#flushQueued) {
       this.#flushQueued = true;
       queueMicrotask(() => this.#flush());
@@ -247,7 +260,8 @@ export class SigningPool {
     this.#stats.pooled += batch.length;
     // Requests of one endpoint share their keys: encode each key once per task.
     const encoded = new Map<Uint8Array, string>();
-    const encode = (key: Uint8Array): string => {
+    const encode = (key: SigningKey): string => {
+      if (key instanceof Ed25519SigningKey) return key.text;
       let text = encoded.get(key);
       if (text === undefined) {
         text = Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString('base64');

@@ -3,19 +3,22 @@
  *
  * The checks, in order: the three `webhook-*` headers are present; the
  * timestamp is within `toleranceSec` of now (a captured request cannot be
- * replayed later); one of the `v1,` signatures matches one of the secrets.
- * Then, when the request carries a sequence number (or `sequence: 'required'`),
- * `webhook-sequence` is a whole number ≥ 1 and one of the `v1,` signatures of
- * `webhook-sequence-signature` matches it (`lib/signing/signature.ts`), so a
- * consumer that tracks the numbers to find gaps reads a number Herald sent.
- * Signatures are compared in constant time, so response timing does not leak
- * how much of a forged signature was right.
+ * replayed later); one of the signatures matches one of the keys: a `v1,`
+ * HMAC signature a `whsec_` secret, a `v1a,` ed25519 signature a `whpk_`
+ * public key. Then, when the request carries a sequence number (or
+ * `sequence: 'required'`), `webhook-sequence` is a whole number ≥ 1 and one of
+ * the signatures of `webhook-sequence-signature` matches it
+ * (`lib/signing/signature.ts`), so a consumer that tracks the numbers to find
+ * gaps reads a number Herald sent. HMAC signatures are compared in constant
+ * time, so response timing does not leak how much of a forged signature was
+ * right (an ed25519 signature is checked, not compared, and needs no secret).
  */
-import { timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual, type KeyObject } from 'node:crypto';
 import { systemClock } from '../clock.ts';
 import { ConfigError, ErrorCode, HeraldError } from '../errors.ts';
+import { ED25519_PUBLIC_PREFIX, ed25519PublicKey, ed25519Verify } from './ed25519-key.ts';
 import { secretKey } from './secret.ts';
-import { computeSequenceSignature, computeSignature } from './signature.ts';
+import { computeSequenceSignature, computeSignature, ed25519SequenceText } from './signature.ts';
 
 /** The header a verification failure is about. */
 export const WebhookHeader = {
@@ -42,7 +45,10 @@ export interface VerifyOptions {
   readonly payload: string | Buffer;
   /** Request headers; names are matched case-insensitively (node:http gives them lower-cased). */
   readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>;
-  /** The endpoint's `whsec_` secret, or several during a rotation: any may match. */
+  /**
+   * The endpoint's `whsec_` secret or `whpk_` public key, or several (of either kind) during a
+   * rotation: any may match. A `whsec_` checks the `v1,` signatures, a `whpk_` the `v1a,` ones.
+   */
   readonly secret: string | readonly string[];
   /** How far the timestamp may be from now, either way. @default 300 (5 minutes, as Standard Webhooks) */
   readonly toleranceSec?: number;
@@ -80,12 +86,13 @@ const SEQUENCE = /^[1-9]\d{0,14}$/;
  *
  * @throws WebhookVerificationError (`HERALD_INVALID_SIGNATURE`) when a header
  *   is missing, the timestamp is malformed or outside the tolerance, or no
- *   signature matches any secret; `header` says which. For the sequence:
+ *   signature matches any secret or public key; `header` says which. For the sequence:
  *   `webhook-sequence` when it is malformed, or missing while its signature is
  *   there (or `sequence: 'required'`); `webhook-sequence-signature` when it is
  *   missing or matches neither the number nor any secret (a tampered number).
- * @throws ValidationError (`HERALD_INVALID_INPUT`) when a secret is not
- *   `whsec_` + base64 — a configuration mistake, not a bad request.
+ * @throws ValidationError (`HERALD_INVALID_INPUT`) when a secret is neither
+ *   `whsec_` + base64 nor `whpk_` + base64 of 32 bytes — a configuration
+ *   mistake, not a bad request.
  * @throws ConfigError (`HERALD_INVALID_CONFIG`) when `toleranceSec` or
  *   `nowSec` is not a finite non-negative number.
  */
@@ -105,7 +112,7 @@ export function verify(options: VerifyOptions): VerifiedWebhook {
   // Decode the secrets first: a malformed secret is the caller's mistake and
   // must surface as such, whatever the request looks like.
   const secrets = typeof options.secret === 'string' ? [options.secret] : options.secret;
-  const keys = secrets.map(secretKey);
+  const keys = secrets.map(verifyingKey);
 
   const id = singleHeader(options.headers, WebhookHeader.ID);
   const timestamp = singleHeader(options.headers, WebhookHeader.TIMESTAMP);
@@ -123,7 +130,12 @@ export function verify(options: VerifyOptions): VerifiedWebhook {
     throw new WebhookVerificationError(WebhookHeader.TIMESTAMP, `too new: more than ${toleranceSec} s after now`);
   }
 
-  matchOne(WebhookHeader.SIGNATURE, signatures, keys.map((key) => computeSignature(key, id, timestampSec, options.payload)));
+  const signedPrefix = `${id}.${timestampSec}.`;
+  matchOne(WebhookHeader.SIGNATURE, signatures, keys, (key) =>
+    key.scheme === 'v1'
+      ? equalTo(computeSignature(key.key, id, timestampSec, options.payload))
+      : (signature) => ed25519Verify(key.key, signedPrefix, options.payload, signature),
+  );
 
   const sequenceText = optionalSingleHeader(options.headers, WebhookHeader.SEQUENCE);
   const sequenceSignatures = header(options.headers, WebhookHeader.SEQUENCE_SIGNATURE);
@@ -139,29 +151,56 @@ export function verify(options: VerifyOptions): VerifiedWebhook {
   }
   const sequence = Number(sequenceText);
   if (sequenceSignatures === undefined) throw new WebhookVerificationError(WebhookHeader.SEQUENCE_SIGNATURE, 'missing header');
-  matchOne(WebhookHeader.SEQUENCE_SIGNATURE, sequenceSignatures, keys.map((key) => computeSequenceSignature(key, id, timestampSec, sequence)));
+  const signedSequence = ed25519SequenceText(id, timestampSec, sequence);
+  matchOne(WebhookHeader.SEQUENCE_SIGNATURE, sequenceSignatures, keys, (key) =>
+    key.scheme === 'v1'
+      ? equalTo(computeSequenceSignature(key.key, id, timestampSec, sequence))
+      : (signature) => ed25519Verify(key.key, signedSequence, '', signature),
+  );
   return { id, timestampSec, sequence };
 }
 
+/** A secret as it verifies: HMAC key bytes for `v1,` signatures, or an ed25519 public key for `v1a,` ones. */
+type VerifyingKey = { readonly scheme: 'v1'; readonly key: Buffer } | { readonly scheme: 'v1a'; readonly key: KeyObject };
+
+function verifyingKey(secret: string): VerifyingKey {
+  if (typeof secret === 'string' && secret.startsWith(ED25519_PUBLIC_PREFIX)) return { scheme: 'v1a', key: ed25519PublicKey(secret) };
+  return { scheme: 'v1', key: secretKey(secret) };
+}
+
+/** A check that a received signature is `expected`, in constant time. */
+function equalTo(expected: string): (signature: string) => boolean {
+  const wanted = Buffer.from(expected);
+  return (signature) => {
+    const candidate = Buffer.from(signature);
+    // timingSafeEqual needs equal lengths; a length mismatch reveals nothing
+    // secret, since every valid signature has the same length.
+    return candidate.length === wanted.length && timingSafeEqual(candidate, wanted);
+  };
+}
+
 /**
- * Returns when one of the `v1,` signatures in `received` is one of `expected` (compared in
- * constant time); else throws naming `name`.
+ * Returns when one of the signatures in `received` of a key's version (`v1,` or `v1a,`) passes
+ * that key's check; else throws naming `name`. Other versions are skipped, as the spec asks.
  */
-function matchOne(name: WebhookHeader, received: string, expected: readonly string[]): void {
-  const candidates: Buffer[] = [];
-  for (const part of received.split(' ')) {
-    // Other versions (e.g. `v1a,` asymmetric signatures) are skipped, as the spec asks.
-    if (part.startsWith('v1,')) candidates.push(Buffer.from(part.slice(3)));
-  }
-  for (const signature of expected) {
-    const wanted = Buffer.from(signature);
-    for (const candidate of candidates) {
-      // timingSafeEqual needs equal lengths; a length mismatch reveals nothing
-      // secret, since every valid signature has the same length.
-      if (candidate.length === wanted.length && timingSafeEqual(candidate, wanted)) return;
+function matchOne(name: WebhookHeader, received: string, keys: readonly VerifyingKey[], checkOf: (key: VerifyingKey) => (signature: string) => boolean): void {
+  const parts = received.split(' ');
+  let candidates = 0;
+  for (const key of keys) {
+    const prefix = `${key.scheme},`;
+    let check: ((signature: string) => boolean) | undefined;
+    for (const part of parts) {
+      if (!part.startsWith(prefix)) continue;
+      candidates++;
+      check ??= checkOf(key);
+      if (check(part.slice(prefix.length))) return;
     }
   }
-  throw new WebhookVerificationError(name, candidates.length === 0 ? 'holds no v1 signature' : 'no signature matches the secret');
+  if (candidates === 0) {
+    const versions = [...new Set(keys.map((k) => k.scheme))].join(' or ');
+    throw new WebhookVerificationError(name, `holds no ${versions === '' ? 'v1' : versions} signature`);
+  }
+  throw new WebhookVerificationError(name, 'no signature matches the secret');
 }
 
 type Headers = VerifyOptions['headers'];

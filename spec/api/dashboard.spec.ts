@@ -213,6 +213,29 @@ describe('Dashboard (in Chromium)', function () {
     });
   });
 
+  context('when endpoints sign with different schemes', () => {
+    it("shows each endpoint's signing keys: the scheme, an ed25519 key's public key, a previous key's expiry; never a secret", async () => {
+      f = await startStatus();
+      const ed = await f.t.herald.createEndpoint({ tenantId: 'acme', url: 'https://example.com/a', signatureScheme: 'ed25519' });
+      const hmac = await f.t.herald.createEndpoint({ tenantId: 'acme', url: 'https://example.com/b' });
+      const rotated = await f.t.herald.rotateSecret(hmac.endpoint.id, { signatureScheme: 'ed25519' });
+      const page = await browser!.newPage();
+      try {
+        await page.goto(`${f.base}/`);
+        await page.fill('#token', TOKEN);
+        await page.click('#login button');
+        const edRow = page.locator(`tr[data-endpoint="${ed.endpoint.id}"]`);
+        await edRow.waitFor();
+        expect(await edRow.innerText()).to.include(`ed25519 ${ed.secret}`);
+        const rotatedRow = await page.locator(`tr[data-endpoint="${hmac.endpoint.id}"]`).innerText();
+        expect(rotatedRow).to.include(`ed25519 ${rotated.secret}`).and.match(/hmac-sha256 until \d{4}-/).and.not.include('whsec_');
+        expect(await page.locator('#endpoints').innerText()).to.not.include('whsk_');
+      } finally {
+        await page.close();
+      }
+    });
+  });
+
   context('when there are more dead letters and deliveries than a page holds', () => {
     it('shows a page of 50 of each; Older shows the next ones through the cursor, Newer goes back, a refresh keeps the page', async () => {
       f = await startStatus({ breaker: { volumeThreshold: 1_000 } });

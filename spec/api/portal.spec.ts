@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createHash } from 'node:crypto';
+import { createHash, createPublicKey, verify as cryptoVerify } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -278,6 +278,42 @@ describe('Portal (in Chromium, with a tenant token)', function () {
     } finally {
       await busy.close();
       await gone.close();
+    }
+  });
+
+  it("shows an ed25519 endpoint's scheme and public key; Rotate secret shows the new whpk_ and a node:crypto snippet that verifies", async () => {
+    f = await startStatus();
+    const { t } = f;
+    sink = await startServer(() => ({ status: 200 }));
+    const { endpoint, secret: first } = await t.herald.createEndpoint({ tenantId: 'acme', url: `${sink.url}/acme`, signatureScheme: 'ed25519' });
+    const { token } = await t.herald.tenantTokens.issue('acme', {});
+    const page = await browser!.newPage();
+    page.on('dialog', (dialog) => void dialog.accept());
+    try {
+      await page.goto(`${f.base}/portal#token=${token}`);
+      const row = page.locator(`tr[data-endpoint="${endpoint.id}"]`);
+      await row.waitFor();
+      expect(await row.innerText()).to.include(`ed25519 ${first}`);
+      await row.locator('button', { hasText: 'Rotate secret' }).click();
+      const whpk = await page.locator('#secret').innerText();
+      expect(whpk).to.match(/^whpk_/).and.not.equal(first);
+      expect(await page.locator('#secret-line').innerText()).to.include('Public key (ed25519)').and.not.include('shown once');
+      const snippet = await page.locator('#snippet').innerText();
+      expect(snippet).to.include(whpk.slice(5)).and.include("startsWith('v1a,')").and.not.include('whsk_');
+      await page.evaluate('refresh()');
+      await row.locator('.public-key', { hasText: whpk }).waitFor();
+
+      // The snippet's check, run as written, on what Herald sends next.
+      await row.locator('button', { hasText: 'Send test event' }).click();
+      await attemptsSeen(t, 1);
+      const signed = sink.received.at(-1)!;
+      const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(whpk.slice(5), 'base64').toString('base64url') }, format: 'jwk' });
+      const data = Buffer.concat([Buffer.from(`${String(signed.headers['webhook-id'])}.${String(signed.headers['webhook-timestamp'])}.`), Buffer.from(signed.body)]);
+      const ok = String(signed.headers['webhook-signature']).split(' ').filter((x) => x.startsWith('v1a,'))
+        .some((x) => cryptoVerify(null, data, key, Buffer.from(x.slice(4), 'base64')));
+      expect(ok).to.equal(true);
+    } finally {
+      await page.close();
     }
   });
 

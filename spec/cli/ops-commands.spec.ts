@@ -102,6 +102,28 @@ describe('herald ops commands (CLI against a running status port)', function () 
     });
   });
 
+  describe('endpoints --scheme ed25519', () => {
+    it('adds an ed25519 endpoint showing its whpk_, shows the signing keys, and rotates it to HMAC', async () => {
+      const added = ok(await herald(['endpoints', 'add', `${sink.url}/e`, '--tenant', 'acme', '--scheme', 'ed25519']));
+      const whpk = /Public key \(ed25519, .*\): (whpk_\S+)/.exec(added.stdout)?.[1] ?? '';
+      expect(whpk).to.match(/^whpk_/);
+      expect(added.stdout).to.not.include('whsk_');
+      const id = /^id:\s+(\S+)/m.exec(added.stdout)?.[1] ?? '';
+      const rotated = ok(await herald(['endpoints', 'rotate-secret', id, '--scheme', 'hmac-sha256']));
+      expect(rotated.stdout).to.match(/Secret \(shown once.*\): whsec_/).and.include('The previous key keeps signing until');
+      const [shown, refused, misplaced] = await Promise.all([
+        herald(['endpoints', 'show', id]),
+        herald(['endpoints', 'rotate-secret', id, '--scheme', 'rsa']),
+        herald(['endpoints', 'update', id, '--scheme', 'ed25519']),
+      ]);
+      expect(ok(shown).stdout).to.match(new RegExp(`signing keys:\\s+hmac-sha256 \\(current\\); ed25519 ${whpk.replace(/[+/]/g, '\\$&')} \\(until .* UTC\\)`));
+      expect(shown.stdout).to.not.include('whsec_').and.not.include('whsk_');
+      expect(refused.code).to.equal(1);
+      expect(refused.stderr).to.include('signatureScheme: must be one of hmac-sha256, ed25519');
+      expect(misplaced.code).to.equal(2);
+    });
+  });
+
   describe('endpoints add --retry', () => {
     it('takes a formula as JSON and shows it; refuses bad JSON (2) and a broken formula with the API message (1)', async () => {
       const formula = '{"initial":"PT30S","multiplier":2,"max":"PT6H","attempts":9,"jitter":"full"}';

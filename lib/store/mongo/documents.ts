@@ -4,7 +4,7 @@
  * driver field (`_id`, `ord`, `at`, `claimId`, …) leaks into the model.
  */
 import type { ObjectId } from 'mongodb';
-import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Triage } from '../../model.ts';
+import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, SigningSecret, Triage } from '../../model.ts';
 import { EndpointOrdering, EndpointStatus } from '../../model.ts';
 import type { AttemptRecord, NewDelivery, NodeRecord, SlotLease } from '../port.ts';
 import { newObjectId } from './driver.ts';
@@ -30,10 +30,15 @@ export function endpointToDoc(endpoint: Endpoint): EndpointDoc {
     status: endpoint.status,
     disabledReason: endpoint.disabledReason,
     failingSince: endpoint.failingSince,
-    secrets: endpoint.secrets.map((s) => ({ secret: s.secret, createdAt: s.createdAt, expiresAt: s.expiresAt })),
+    secrets: endpoint.secrets.map(secretDoc),
     createdAt: endpoint.createdAt,
     updatedAt: endpoint.updatedAt,
   };
+}
+
+/** A signing secret as stored: the public key of an ed25519 key beside it, none for an HMAC one. */
+export function secretDoc(s: SigningSecret): SigningSecret {
+  return { secret: s.secret, createdAt: s.createdAt, expiresAt: s.expiresAt, ...(s.publicKey === undefined ? {} : { publicKey: s.publicKey }) };
 }
 
 export function endpointFromDoc(doc: EndpointDoc): Endpoint {
@@ -51,7 +56,12 @@ export function endpointFromDoc(doc: EndpointDoc): Endpoint {
     status: doc.status === EndpointStatus.ENABLED ? EndpointStatus.ENABLED : EndpointStatus.DISABLED,
     disabledReason: doc.disabledReason ?? null,
     failingSince: doc.failingSince ?? null,
-    secrets: doc.secrets.map((s) => ({ secret: s.secret, createdAt: s.createdAt, expiresAt: s.expiresAt ?? null })),
+    secrets: doc.secrets.map((s) => ({
+      secret: s.secret,
+      createdAt: s.createdAt,
+      expiresAt: s.expiresAt ?? null,
+      ...(typeof s.publicKey === 'string' ? { publicKey: s.publicKey } : {}),
+    })),
     createdAt: doc.createdAt,
     updatedAt: doc.updatedAt,
     ...(doc.rateLimit === null || doc.rateLimit === undefined

@@ -15,6 +15,7 @@ import { failureKind } from '../../policy/failure-kind.ts';
 import type { DeliveryStatus } from '../../model.ts';
 import type { AttemptRecord, ClaimRequest, DeliveryFilter, EndpointPatch, Settlement } from '../port.ts';
 import type { DeliveryDoc, EndpointDoc, LeaseDoc } from './schema.ts';
+import { secretDoc } from './documents.ts';
 
 
 /** A slot the claimer holds, with the lease epoch its claims carry. */
@@ -347,7 +348,7 @@ export function endpointPatchUpdate(patch: EndpointPatch, now: number): UpdateFi
   if (patch.disabledReason !== undefined) set.disabledReason = patch.disabledReason;
   if (patch.failingSince !== undefined) set.failingSince = patch.failingSince;
   if (patch.secrets !== undefined) {
-    set.secrets = patch.secrets.map((s) => ({ secret: s.secret, createdAt: s.createdAt, expiresAt: s.expiresAt }));
+    set.secrets = patch.secrets.map(secretDoc);
   }
   return { $set: set };
 }

@@ -32,6 +32,20 @@ export function describeEndpoints(suite: ConformanceSuite): void {
         expect(await store.getEndpoint('ep_1')).to.deep.equal(created);
       });
 
+      it('keeps an ed25519 key\'s public key beside its secret, on create and on patch, and reads an older secret without one', async () => {
+        const ed25519 = { secret: 'enc:v1:0badc0de:bm9uY2U=:c2VhbGVk', createdAt: clock.now(), expiresAt: null, publicKey: 'whpk_cHVibGlj' };
+        const hmac = { secret: 'whsec_b2xk', createdAt: clock.now() - DAY, expiresAt: clock.now() + DAY };
+        const created = await addEndpoint('ep_1', 'acme', { secrets: [ed25519, hmac] });
+        const read = await store.getEndpoint('ep_1');
+        expect(read).to.deep.equal(created);
+        expect(read?.secrets[1]).to.not.have.property('publicKey');
+        const back = [{ ...hmac, createdAt: clock.now(), expiresAt: null }, { ...ed25519, expiresAt: clock.now() + DAY }];
+        const patched = await store.updateEndpoint('ep_1', { secrets: back, expectedSecrets: [ed25519.secret, hmac.secret] }, clock.now());
+        expect(patched?.secrets).to.deep.equal(back);
+        expect((await store.getEndpoint('ep_1'))?.secrets).to.deep.equal(back);
+        expect((await store.listEndpoints({}))[0]?.secrets).to.deep.equal(back);
+      });
+
       it('keeps every form of retry policy whole, jitter included, on create and on patch', async () => {
         const formula = { initial: 'PT30S', multiplier: 2, max: 'PT6H', attempts: 9, window: 'P2D', jitter: 'full' } as const;
         const decorrelated = { initial: 'PT10S', max: 'PT1H', window: 'P1D', jitter: 'decorrelated' } as const;

@@ -39,6 +39,18 @@ describe('MongoDB documents', () => {
     expect(endpointFromDoc(endpointToDoc({ ...endpoint, retry: { preset: 'relaxed' } })).retry).to.deep.equal({ preset: 'relaxed' });
   });
 
+  it("maps an ed25519 key's public key both ways, and reads a secret stored without one as HMAC (no publicKey)", () => {
+    const endpoint: Endpoint = {
+      id: 'ep_1', tenantId: 'acme', url: 'https://x.example/h', description: '', eventTypes: [], retry: { preset: 'default' },
+      timeoutMs: 10_000, mode: 'at-least-once', ordering: 'none', concurrency: 4, status: 'enabled', disabledReason: null, failingSince: null,
+      secrets: [{ secret: 'enc:v1:0badc0de:a:b', createdAt: NOW, expiresAt: null, publicKey: 'whpk_cHVi' }, { secret: 'whsec_b', createdAt: NOW - 1, expiresAt: NOW + 1 }],
+      createdAt: NOW, updatedAt: NOW,
+    };
+    expect(endpointToDoc(endpoint).secrets[0]).to.have.property('publicKey', 'whpk_cHVi');
+    expect(endpointToDoc(endpoint).secrets[1]).to.not.have.property('publicKey');
+    expect(endpointFromDoc(endpointToDoc(endpoint))).to.deep.equal(endpoint);
+  });
+
   it("maps an endpoint's rate limit both ways: a value, null when it has none, and none when a document predates it", () => {
     const endpoint: Endpoint = {
       id: 'ep_1', tenantId: 'acme', url: 'https://x.example/h', description: '', eventTypes: [], retry: { preset: 'default' },

@@ -240,6 +240,14 @@ describe('MongoDB store queries', () => {
       expect(endpointPatchUpdate({ adaptiveConcurrency: null }, NOW)).to.deep.equal({ $set: { updatedAt: NOW, adaptiveConcurrency: null } });
     });
 
+    it("writes an ed25519 key's public key beside its secret, and none for an HMAC secret", () => {
+      const secrets = [
+        { secret: 'enc:v1:0badc0de:a:b', createdAt: NOW, expiresAt: null, publicKey: 'whpk_cHVi' },
+        { secret: 'whsec_b2xk', createdAt: NOW - 1, expiresAt: NOW + 1 },
+      ];
+      expect(endpointPatchUpdate({ secrets }, NOW)).to.deep.equal({ $set: { updatedAt: NOW, secrets } });
+    });
+
     it('marks replays and resumes with wokeAt so the change feed can pick them out', () => {
       expect(resumeDeliveriesFilter('ep_1', NOW)).to.deep.equal({ endpointId: 'ep_1', status: 'pending', nextAttemptAt: { $gt: NOW } });
       expect(resumeDeliveriesUpdate(NOW)).to.deep.equal({ $set: { nextAttemptAt: NOW, updatedAt: NOW, wokeAt: NOW } });
