@@ -57,6 +57,9 @@ const token = () => sessionStorage.getItem(${key});
 const say = (text, bad) => { $('msg').textContent = text; $('msg').className = bad ? 'bad' : 'ok'; };
 const row = (cells, attrs = '') => '<tr ' + attrs + '>' + cells.map((c) => '<td>' + c + '</td>').join('') + '</tr>';
 const head = (names) => '<tr>' + names.map((n) => '<th>' + esc(n) + '</th>').join('') + '</tr>';
+// An endpoint's custom headers by name (a secret value as ***: the API never returns it) and its kind of auth, as a small line.
+const sentText = (e) => { const sent = [...Object.entries(e.headers ?? {}).map(([n, h]) => n + ': ' + (h.secret ? '***' : h.value)), ...(e.auth ? ['auth: ' + e.auth.type] : [])];
+  return sent.length ? '<br><small class="muted sent">' + esc(sent.join(' · ')) + '</small>' : ''; };
 async function api(path, init = {}) {
   const res = await fetch(path, { ...init, headers: { authorization: 'Bearer ' + token(), 'content-type': 'application/json' } });
   const body = res.status === 204 ? null : await res.json();
