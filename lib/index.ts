@@ -39,6 +39,7 @@ export {
 export type { OutboxEvent, Endpoint, Delivery, Attempt, Outcome, DeadLetter, DeliveryMode, RetrySpec, RetryFormula, RateLimit } from './model.ts';
 export { SignatureScheme, type SigningSecret } from './model.ts';
 export { DisabledReason, JitterKind, TriageState, type Triage } from './model.ts';
+export type { EndpointHeader, EndpointAuth } from './model.ts';
 export { ReplayJobState, type ReplayJob, type ReplayJobOptions } from './dead-letters/replay-jobs.ts';
 export type { Store } from './store/port.ts';
 export type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals, SeriesScope } from './store/delivery-minutes.ts';

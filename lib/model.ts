@@ -165,6 +165,35 @@ export const ADAPTIVE_CONCURRENCY_DEFAULTS = Object.freeze({
   targetLatencyMs: 2_000,
 } as const satisfies AdaptiveConcurrency);
 
+/**
+ * A header every request to an endpoint carries (lib/endpoints/endpoint-headers.ts). A `secret`
+ * one's `value` is sealed at rest like a signing secret (`enc:v1:…`) and never shown again.
+ */
+export interface EndpointHeader {
+  /** As the caller wrote it (HTTP names are case-insensitive; two that differ only in case are refused). */
+  readonly name: string;
+  readonly value: string;
+  readonly secret: boolean;
+}
+
+/**
+ * How Herald authenticates to an endpoint, in its `authorization` header: a static bearer token,
+ * HTTP Basic, or an OAuth 2.0 access token it obtains by the client credentials grant (RFC 6749
+ * §4.4) from `tokenUrl`. The secret part (`token`, `password`, `clientSecret`) is sealed at rest
+ * like a signing secret and never shown again.
+ */
+export type EndpointAuth =
+  | { readonly type: 'bearer'; readonly token: string }
+  | { readonly type: 'basic'; readonly username: string; readonly password: string }
+  | {
+      readonly type: 'oauth2';
+      readonly tokenUrl: string;
+      readonly clientId: string;
+      readonly clientSecret: string;
+      readonly scope?: string;
+      readonly audience?: string;
+    };
+
 export interface Endpoint {
   readonly id: string;
   readonly tenantId: string;
@@ -183,6 +212,10 @@ export interface Endpoint {
   readonly adaptiveConcurrency?: AdaptiveConcurrency;
   /** Attempts started per second at most, on top of `concurrency`; absent: no limit. */
   readonly rateLimit?: RateLimit;
+  /** Headers added to every request, in this order; absent: none. Herald's own `webhook-*` headers always win. */
+  readonly headers?: readonly EndpointHeader[];
+  /** The `authorization` Herald sends; absent: none. */
+  readonly auth?: EndpointAuth;
   readonly status: EndpointStatus;
   /**
    * Why it is disabled, when it is: `operator`, or a {@link DisabledReason} followed by a colon and

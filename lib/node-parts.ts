@@ -28,7 +28,9 @@ import { DeadLetterDesk } from './dead-letters/dead-letter-desk.ts';
 import { ReplayJobs } from './dead-letters/replay-jobs.ts';
 import { ReviewWatch, UNREVIEWED_COUNT_CAP } from './dead-letters/review-watch.ts';
 import { deliveryHeaders } from './delivery/delivery-headers.ts';
-import { createSender, type Sender } from './delivery/sender.ts';
+import { authorizedSend, requestHeaders } from './delivery/endpoint-auth.ts';
+import { OAuthTokens } from './delivery/oauth-tokens.ts';
+import { createSender, type Sender, type SenderOptions } from './delivery/sender.ts';
 import { EndpointAdmin, type EndpointHandoff } from './endpoints/endpoint-admin.ts';
 import { SecretAdmin } from './endpoints/secret-admin.ts';
 import { BreakerFamily } from './engine/breaker.ts';
@@ -47,6 +49,9 @@ import { DeliveryLog } from './status/delivery-log.ts';
 import { DeliveryMinuteRecorder } from './status/minute-recorder.ts';
 import { NodeStatus } from './status/node-status.ts';
 import { TenantTokens } from './tenants/tenant-tokens.ts';
+
+/** How much of a token endpoint's response the token sender keeps: room for a large JWT. */
+const TOKEN_RESPONSE_MAX_BYTES = 16 * 1_024;
 
 /** This process's record beside the data `config.store` names (none for an injected store). */
 export interface LocalNodeRecord {
@@ -79,6 +84,8 @@ export class NodeParts {
   readonly #config: HeraldConfig;
   readonly #emit: <K extends keyof EngineEvents>(name: K, ...args: EngineEvents[K]) => void;
   readonly #sender: Sender;
+  /** The sender of OAuth token requests: the same guard, its own pools and a larger response kept (a token's JSON). */
+  readonly #tokenSender: Sender;
   readonly #signer: SigningPool;
   readonly #ticker: Ticker;
   readonly #breakers: BreakerFamily;
@@ -116,12 +123,14 @@ export class NodeParts {
     const store = this.storeHealth.monitor(deps.store);
     this.store = store;
     this.#startedAt = clock.now();
-    this.#sender = createSender({
+    const senderOptions: SenderOptions = {
       clock,
       allowNetworks: config.allowNetworks,
       responseBodyMaxBytes: config.delivery.responseBodyMaxBytes,
       connectionsPerOrigin: config.delivery.connectionsPerOrigin,
-    });
+    };
+    this.#sender = createSender(senderOptions);
+    this.#tokenSender = createSender({ ...senderOptions, responseBodyMaxBytes: TOKEN_RESPONSE_MAX_BYTES, connectionsPerOrigin: 2 });
     this.#signer = new SigningPool({ threads: config.signing.threads });
     this.#ticker = new Ticker({ clock, tickMs: config.engine.tickMs });
     this.#breakers = new BreakerFamily(clock, config.breaker);
@@ -162,7 +171,7 @@ export class NodeParts {
               onError: (file, error) => emit('failure', { where: `node record ${file}`, error }),
             },
           );
-    this.supervisor = this.#supervisorOf(nodeId, slotCount, new SigningKeys(secretBox), deps.random);
+    this.supervisor = this.#supervisorOf(nodeId, slotCount, new SigningKeys(secretBox), secretBox, deps.random);
     // The charts' counts: added up per (endpoint, minute) here, written in batches, never per attempt.
     this.minutes = new DeliveryMinuteRecorder(deps.events, {
       clock,
@@ -273,6 +282,7 @@ export class NodeParts {
     this.#breakers.close();
     await this.#signer.close();
     await this.#sender.close();
+    await this.#tokenSender.close();
     await this.store.close();
   }
 
@@ -291,10 +301,13 @@ export class NodeParts {
     }
   }
 
-  #supervisorOf(nodeId: string, slotCount: number, signingKeys: SigningKeys, random: Random): Supervisor {
+  #supervisorOf(nodeId: string, slotCount: number, signingKeys: SigningKeys, secretBox: SecretBox, random: Random): Supervisor {
     const config = this.#config;
     const { clock, store } = this;
     const emit = this.#emit;
+    const open = (stored: string, endpointId: string): string => secretBox.open(stored, endpointId);
+    const tokens = new OAuthTokens({ clock, send: (request) => this.#tokenSender.send(request), open });
+    const send = authorizedSend({ clock, send: (request) => this.#sender.send(request), tokens });
     return new Supervisor(
       {
         slotCount,
@@ -323,9 +336,9 @@ export class NodeParts {
             const keys = signingKeys.active(endpoint, clock.now());
             const { sequence } = job.delivery;
             const signatures = await this.#signer.signRequest({ keys, id: job.event.id, timestampSec, body: job.event.payload, sequence });
-            return deliveryHeaders(job.event.id, timestampSec, signatures, sequence);
+            return requestHeaders(endpoint, deliveryHeaders(job.event.id, timestampSec, signatures, sequence), open);
           },
-          send: (request) => this.#sender.send(request),
+          send,
           listAttempts: (deliveryId) => store.listAttempts(deliveryId),
           disable: async (endpointId, disabledReason) => {
             await store.updateEndpoint(endpointId, { status: 'disabled', disabledReason }, clock.now());

@@ -112,7 +112,7 @@ async function refresh() {
         const action = e.status === 'disabled' ? '<button data-enable="' + esc(e.id) + '">Enable</button>' : '';
         const limits = esc(e.concurrency) + ' at once' + (e.rateLimit ? ' · ' + esc(+e.rateLimit.perSecond.toPrecision(4)) + '/s, burst ' + esc(e.rateLimit.burst) : '')
           + (e.ordering === 'fifo' ? ' · FIFO, one per key' : '');
-        return row(['<code>' + esc(e.id) + '</code>', esc(e.tenantId), esc(e.url), health,
+        return row(['<code>' + esc(e.id) + '</code>', esc(e.tenantId), esc(e.url) + sentText(e), health,
           '<span class="pill ' + breakerClass[breaker] + '">' + esc(breaker) + '</span>', rate, limits, signingText(e), esc((a?.queued ?? 0) + (a?.running ?? 0)),
           '<span class="bad">' + esc(a?.lastError ?? r?.lastError ?? '') + '</span>', action], 'data-endpoint="' + esc(e.id) + '"');
       }).join('');

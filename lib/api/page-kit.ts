@@ -60,6 +60,9 @@ const row = (cells, attrs = '') => '<tr ' + attrs + '>' + cells.map((c) => '<td>
 const head = (names) => '<tr>' + names.map((n) => '<th>' + esc(n) + '</th>').join('') + '</tr>';
 const signingText = (e) => (e.signingKeys ?? []).map((k) => esc(k.scheme) + (k.publicKey ? ' <code class="public-key">' + esc(k.publicKey) + '</code>' : '') +
   (k.expiresAt != null ? ' <span class="muted">until ' + esc(when(k.expiresAt)) + '</span>' : '')).join('<br>');
+// An endpoint's custom headers by name (a secret value as ***: the API never returns it) and its kind of auth, as a small line.
+const sentText = (e) => { const sent = [...Object.entries(e.headers ?? {}).map(([n, h]) => n + ': ' + (h.secret ? '***' : h.value)), ...(e.auth ? ['auth: ' + e.auth.type] : [])];
+  return sent.length ? '<br><small class="muted sent">' + esc(sent.join(' · ')) + '</small>' : ''; };
 async function api(path, init = {}) {
   const res = await fetch(path, { ...init, headers: { authorization: 'Bearer ' + token(), 'content-type': 'application/json' } });
   const body = res.status === 204 ? null : await res.json();

@@ -8,11 +8,12 @@
 import type { SequencePage } from '../endpoints/sequence-page.ts';
 import { durationText } from '../clock.ts';
 import { AdminClient } from './admin-client.ts';
+import { credentialLines, credentialSettings, CREDENTIAL_OPTIONS, type CredentialView } from './endpoint-auth-options.ts';
 import { connectionOf, parseCommand, parseInteger, UsageError, writeJson, type CliIo } from './cli-io.ts';
 import { ENDPOINTS_USAGE } from './usage.ts';
 import { keyValues, table, time } from './table.ts';
 
-interface EndpointView {
+interface EndpointView extends CredentialView {
   readonly id: string;
   readonly tenantId: string;
   readonly url: string;
@@ -55,6 +56,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
     id: { type: 'string' },
     after: { type: 'string' },
     limit: { type: 'string' },
+    ...CREDENTIAL_OPTIONS,
   });
   if (values.help === true) {
     io.stdout.write(`${ENDPOINTS_USAGE}\n`);
@@ -73,7 +75,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
       case 'add': {
         // The endpoint's URL is positional: --url names the admin API, as for every command.
         if (values.tenant === undefined || target === undefined) throw new UsageError('endpoints add: the endpoint URL and --tenant are required');
-        const body: Record<string, unknown> = { tenantId: values.tenant, url: target, ...settingsOf(values) };
+        const body: Record<string, unknown> = { tenantId: values.tenant, url: target, ...settingsOf(values), ...credentialSettings(values) };
         if (values.id !== undefined) body.id = values.id;
         if (values.scheme !== undefined) body.signatureScheme = values.scheme;
         const created = await client.post<EndpointView>('/v1/endpoints', body);
@@ -83,7 +85,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
       }
       case 'update': {
         if (values.scheme !== undefined) throw new UsageError('endpoints update: --scheme is for add and rotate-secret (a rotation changes the scheme)');
-        const body = settingsOf(values);
+        const body = { ...settingsOf(values), ...credentialSettings(values) };
         if (Object.keys(body).length === 0) throw new UsageError('endpoints update: give at least one setting to change (e.g. --ordering fifo)');
         const updated = await client.patch<EndpointView>(`/v1/endpoints/${encodeURIComponent(needsId())}`, body);
         if (values.json === true) writeJson(io, updated);
@@ -160,7 +162,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
 }
 
 /** The settings `add` and `update` share, as the API takes them (it validates them). */
-function settingsOf(values: Record<string, string | boolean | undefined>): Record<string, unknown> {
+function settingsOf(values: Record<string, string | boolean | readonly string[] | undefined>): Record<string, unknown> {
   const text = (name: string): string | undefined => (typeof values[name] === 'string' ? values[name] : undefined);
   const body: Record<string, unknown> = {};
   const eventTypes = text('event-types');
@@ -197,6 +199,7 @@ function show(e: EndpointView): string {
     ['ordering', e.ordering ?? 'none'],
     ['concurrency', e.concurrency],
     ['rate limit', rateLimitText(e.rateLimit ?? null)],
+    ...credentialLines(e),
     ['failing since', time(e.failingSince)],
     ['secrets', e.secretCount],
     ...(e.signingKeys === undefined ? [] : [['signing keys', e.signingKeys.map(signingKeyText).join('; ')] as [string, string]]),

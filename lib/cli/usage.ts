@@ -27,7 +27,11 @@ export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|update|list|show|ev
   herald endpoints add <endpoint url> --tenant <id> [--event-types a.b,c.*] [--retry default|aggressive|relaxed|PT10S,PT1M|<JSON>]
                        [--timeout-ms <n>] [--concurrency <n>] [--rate-limit <n>/s[,<burst>]] [--mode at-least-once|at-most-once]
                        [--ordering none|fifo] [--description <text>] [--id <id>] [--scheme hmac-sha256|ed25519]
-  herald endpoints update <id> [the settings of add, but --tenant and --id]   changes only those given
+                       [--header 'X-Name: value']... [--secret-header 'X-Key: value']... [--no-headers]
+                       [--auth-bearer <token> | --auth-basic <user>:<password> | --no-auth |
+                        --oauth2-token-url <url> --oauth2-client-id <id> --oauth2-client-secret <secret>
+                        [--oauth2-scope <scope>] [--oauth2-audience <audience>]]
+  herald endpoints update <id> [the settings of add, but --tenant, --id and --scheme]   changes only those given
                        --ordering fifo: strict order per ordering key, one delivery in flight per key
   herald endpoints list [--tenant <id>]
   herald endpoints show <id>
@@ -45,7 +49,9 @@ export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|update|list|show|ev
   --retry takes a preset, comma-separated ISO-8601 durations, or a retry policy as JSON, e.g. a formula:
           '{"initial":"PT30S","multiplier":2,"max":"PT6H","attempts":9,"jitter":"full"}'
   --rate-limit takes attempts per second (or /min, /h), then the burst if not the default (a second's worth):
-          10/s, 0.5/s, 30/min, 10/s,50`;
+          10/s, 0.5/s, 30/min, 10/s,50
+  --header and --secret-header (repeatable) replace the endpoint's custom headers whole; a secret one's
+          value is sealed at rest and never shown. --no-headers and --no-auth remove them.`;
 
 export const PUBLISH_USAGE = `Usage: herald publish --tenant <id> --type <event type> --payload <json | @file | -> [--endpoint <id>] [--id <event id>]
                       [--ordering-key <key>]

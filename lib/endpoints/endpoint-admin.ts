@@ -11,11 +11,17 @@ import { DisabledReason, type AdaptiveConcurrency, type Endpoint, type RateLimit
 import { generateSigningSecret, schemeOf } from '../signing/secret.ts';
 import type { SecretBox } from '../signing/secret-box.ts';
 import type { EndpointPatch, Store } from '../store/port.ts';
+import { authView, sealAuth, type AuthView } from './endpoint-auth-input.ts';
+import { checkHeadersBesideAuth, headersView, sealHeaders, type HeaderView } from './endpoint-headers.ts';
 import { validateEndpointChanges, validateNewEndpoint, type EndpointDefaults } from './endpoint-input.ts';
 import { rowsToRead, sequencePageOf, type SequencePage, type SequencePageRequest } from './sequence-page.ts';
 
 /** An endpoint as the API shows it: never its secrets. */
-export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit' | 'adaptiveConcurrency'> & {
+export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit' | 'adaptiveConcurrency' | 'headers' | 'auth'> & {
+  /** By name; a secret one without its value. `null`: none. */
+  readonly headers: Record<string, HeaderView> | null;
+  /** Without its secret part. `null`: none. */
+  readonly auth: AuthView | null;
   /** `null`: no rate limit. */
   readonly rateLimit: RateLimit | null;
   /** `null`: a fixed concurrency. */
@@ -93,6 +99,8 @@ export class EndpointAdmin {
       concurrency: fields.concurrency,
       ...(fields.rateLimit === undefined ? {} : { rateLimit: fields.rateLimit }),
       ...(fields.adaptiveConcurrency === undefined ? {} : { adaptiveConcurrency: fields.adaptiveConcurrency }),
+      ...(fields.headers === undefined ? {} : { headers: sealHeaders(fields.headers, (value) => this.#secretBox.seal(value, id)) }),
+      ...(fields.auth === undefined ? {} : { auth: sealAuth(fields.auth, (value) => this.#secretBox.seal(value, id)) }),
       status: 'enabled',
       disabledReason: null,
       failingSince: null,
@@ -123,8 +131,19 @@ export class EndpointAdmin {
     return sequencePageOf(rows, request.limit);
   }
 
+  /** @throws ValidationError naming the field and rule; NotFoundError (`endpointId`). */
   async update(id: string, input: unknown): Promise<EndpointView> {
-    return this.patch(id, validateEndpointChanges(input));
+    const { headers, auth, ...changes } = validateEndpointChanges(input);
+    if (headers === undefined && auth === undefined) return this.patch(id, changes);
+    // `authorization` among the headers and `auth` exclude each other, whichever of them this changes.
+    const current = headers === undefined || auth === undefined ? await this.endpoint(id) : undefined;
+    checkHeadersBesideAuth(headers === undefined ? current?.headers : (headers ?? undefined), auth === undefined ? current?.auth !== undefined : auth !== null);
+    const seal = (value: string): string => this.#secretBox.seal(value, id);
+    return this.patch(id, {
+      ...changes,
+      ...(headers === undefined ? {} : { headers: headers === null ? null : sealHeaders(headers, seal) }),
+      ...(auth === undefined ? {} : { auth: auth === null ? null : sealAuth(auth, seal) }),
+    });
   }
 
   async delete(id: string): Promise<void> {
@@ -161,12 +180,14 @@ export class EndpointAdmin {
 }
 
 export function viewOf(endpoint: Endpoint): EndpointView {
-  const { secrets, rateLimit, adaptiveConcurrency, ...rest } = endpoint;
+  const { secrets, rateLimit, adaptiveConcurrency, headers, auth, ...rest } = endpoint;
   const previous = secrets.find((s) => s.expiresAt !== null);
   return {
     ...rest,
     rateLimit: rateLimit ?? null,
     adaptiveConcurrency: adaptiveConcurrency ?? null,
+    headers: headersView(headers),
+    auth: authView(auth),
     secretCount: secrets.length,
     previousSecretExpiresAt: previous?.expiresAt ?? null,
     signingKeys: secrets.map(signingKeyView),

@@ -4,10 +4,15 @@
  */
 import { durationText } from '../clock.ts';
 import { ValidationError } from '../errors.ts';
-import { ADAPTIVE_CONCURRENCY_DEFAULTS, DeliveryMode, EndpointOrdering, SignatureScheme, type AdaptiveConcurrency, type Endpoint, type RateLimit, type RetrySpec } from '../model.ts';
+import {
+  ADAPTIVE_CONCURRENCY_DEFAULTS, DeliveryMode, EndpointOrdering, SignatureScheme, type AdaptiveConcurrency, type Endpoint, type EndpointAuth, type EndpointHeader, type RateLimit,
+  type RetrySpec,
+} from '../model.ts';
 import { validateEndpointUrl } from '../delivery/validate-url.ts';
 import { resolveRetrySpec } from '../policy/retry-policy.ts';
 import { validateAdaptiveConcurrency } from './adaptive-concurrency.ts';
+import { validateAuth } from './endpoint-auth-input.ts';
+import { checkHeadersBesideAuth, validateHeaders } from './endpoint-headers.ts';
 import { validateRateLimit } from './rate-limit.ts';
 
 export interface EndpointDefaults {
@@ -22,30 +27,36 @@ export interface EndpointDefaults {
 export type NewEndpointFields = Pick<
   Endpoint,
   'tenantId' | 'url' | 'description' | 'eventTypes' | 'retry' | 'timeoutMs' | 'mode' | 'ordering' | 'concurrency' | 'rateLimit' | 'adaptiveConcurrency'
+  | 'headers' | 'auth'
 > & {
   readonly id?: string;
   /** How its first key signs. @default 'hmac-sha256' */
   readonly signatureScheme: SignatureScheme;
 };
 
-export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' | 'rateLimit' | 'adaptiveConcurrency' | 'signatureScheme'>> & {
+export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' | 'rateLimit' | 'adaptiveConcurrency' | 'signatureScheme' | 'headers' | 'auth'>> & {
   /** A new limit (replacing the old one whole), or `null` to lift it. */
   readonly rateLimit?: RateLimit | null;
   /** Adaptive concurrency (settings replacing the old ones whole), or `null` for a fixed concurrency. */
   readonly adaptiveConcurrency?: AdaptiveConcurrency | null;
+  /** New custom headers (replacing the old ones whole; secret values not yet sealed), or `null` for none. */
+  readonly headers?: readonly EndpointHeader[] | null;
+  /** New authentication (replacing the old one whole; its secret not yet sealed), or `null` for none. */
+  readonly auth?: EndpointAuth | null;
 };
 
 export const TIMEOUT_MIN_MS = 1_000;
 export const TIMEOUT_MAX_MS = 30_000;
 const ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 const EVENT_FILTER_PATTERN = /^(\*|[A-Za-z0-9_:-]+(\.[A-Za-z0-9_:-]+)*(\.\*)?)$/;
-const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'ordering', 'concurrency', 'rateLimit', 'adaptiveConcurrency'] as const;
+const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'ordering', 'concurrency', 'rateLimit', 'adaptiveConcurrency', 'headers', 'auth'] as const;
 const CREATABLE = ['id', 'tenantId', 'signatureScheme', ...EDITABLE] as const;
 
 export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults): NewEndpointFields {
   const body = requireObject(input);
   rejectUnknown(body, CREATABLE);
   const changes = validateChanges(body);
+  checkHeadersBesideAuth(changes.headers ?? undefined, changes.auth != null);
   const id = body.id === undefined ? undefined : identifier(body.id, 'id');
   return {
     ...(id === undefined ? {} : { id }),
@@ -63,6 +74,9 @@ export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults):
     ...(changes.rateLimit == null ? {} : { rateLimit: changes.rateLimit }),
     // Absent: as the node's default says; null: fixed.
     ...adaptiveOf(changes.adaptiveConcurrency, defaults.adaptiveConcurrency),
+    // Absent, null or empty: none.
+    ...(changes.headers == null ? {} : { headers: changes.headers }),
+    ...(changes.auth == null ? {} : { auth: changes.auth }),
   };
 }
 
@@ -121,6 +135,11 @@ function validateChanges(body: Record<string, unknown>): EndpointChanges {
   if (body.adaptiveConcurrency !== undefined) {
     out.adaptiveConcurrency = body.adaptiveConcurrency === null ? null : validateAdaptiveConcurrency(body.adaptiveConcurrency, 'adaptiveConcurrency');
   }
+  if (body.headers !== undefined) {
+    const headers = body.headers === null ? [] : validateHeaders(body.headers, 'headers');
+    out.headers = headers.length === 0 ? null : headers;
+  }
+  if (body.auth !== undefined) out.auth = body.auth === null ? null : validateAuth(body.auth, 'auth');
   return out;
 }
 

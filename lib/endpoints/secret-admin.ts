@@ -1,17 +1,20 @@
 /**
  * Endpoint signing secrets over their life: rotation (a new current secret, of the same scheme or
  * another; the previous ones keep signing for the overlap) and re-encryption under the current key after a key rotation
- * (`herald secrets reencrypt`). Both write the secrets only while they are still those read, so a
- * change on another node meanwhile is never overwritten.
+ * (`herald secrets reencrypt`), which re-seals the secret header values and the `auth` secret too.
+ * Both write the secrets only while they are still those read, so a change on another node
+ * meanwhile is never overwritten.
  */
 import type { Clock } from '../clock.ts';
 import { ErrorCode, hasCode, SecretUnreadableError, ValidationError } from '../errors.ts';
 import { SignatureScheme, type Endpoint, type SigningSecret } from '../model.ts';
 import { generateSigningSecret, schemeOf } from '../signing/secret.ts';
 import type { SecretBox } from '../signing/secret-box.ts';
-import type { Store } from '../store/port.ts';
+import type { EndpointPatch, Store } from '../store/port.ts';
 import type { EndpointAdmin, EndpointHandoff, EndpointView } from './endpoint-admin.ts';
 import { signatureScheme } from './endpoint-input.ts';
+import { authSecretOf, sealAuth } from './endpoint-auth-input.ts';
+import { sealHeaders } from './endpoint-headers.ts';
 
 /** How many times re-encryption reads an endpoint again when its secrets changed under it. */
 const REENCRYPT_ROUNDS = 5;
@@ -105,11 +108,23 @@ export class SecretAdmin {
   async #reencryptOne(listed: Endpoint): Promise<boolean> {
     let endpoint: Endpoint | undefined = listed;
     for (let round = 1; endpoint !== undefined; round++) {
-      if (!endpoint.secrets.some((s) => this.#secretBox.needsSealing(s.secret))) return false;
+      if (!sealedTextsOf(endpoint).some((text) => this.#secretBox.needsSealing(text))) return false;
       const id = endpoint.id;
-      const secrets = endpoint.secrets.map((s) => ({ ...s, secret: this.#secretBox.seal(this.#secretBox.open(s.secret, id), id) }));
+      const reseal = (stored: string): string => this.#secretBox.seal(this.#secretBox.open(stored, id), id);
+      const { headers, auth } = endpoint;
+      const patch: EndpointPatch = {
+        secrets: endpoint.secrets.map((s) => ({ ...s, secret: reseal(s.secret) })),
+        expectedSecrets: endpoint.secrets.map((s) => s.secret),
+        ...(headers === undefined && auth === undefined
+          ? {}
+          : {
+              headers: headers === undefined ? null : sealHeaders(headers, reseal),
+              auth: auth === undefined ? null : sealAuth(auth, reseal),
+              expectedCredentials: { headers: headers ?? null, auth: auth ?? null },
+            }),
+      };
       try {
-        const updated = await this.#store.updateEndpoint(id, { secrets, expectedSecrets: endpoint.secrets.map((s) => s.secret) }, this.#clock.now());
+        const updated = await this.#store.updateEndpoint(id, patch, this.#clock.now());
         if (updated === undefined) return false;
         // Not awaited: the same secrets under another key, and a rotation walks every endpoint.
         void this.#engine.endpointChanged(updated, id);
@@ -144,4 +159,13 @@ function rotationScheme(input: unknown): SignatureScheme | undefined {
   }
   const { signatureScheme: given } = input as { signatureScheme?: unknown };
   return given === undefined ? undefined : signatureScheme(given, 'signatureScheme');
+}
+
+/** Every sealed (or plain, without a key) text an endpoint stores: signing secrets, secret header values, the `auth` secret. */
+function sealedTextsOf(endpoint: Endpoint): string[] {
+  return [
+    ...endpoint.secrets.map((s) => s.secret),
+    ...(endpoint.headers ?? []).filter((h) => h.secret).map((h) => h.value),
+    ...(endpoint.auth === undefined ? [] : [authSecretOf(endpoint.auth)]),
+  ];
 }

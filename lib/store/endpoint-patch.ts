@@ -3,23 +3,34 @@
  * fields the patch gives replace the current ones (undefined ones are left
  * alone), the id and tenant never change, a `rateLimit` of `null` lifts
  * the limit (the endpoint then has none, as one created without), and an
- * `adaptiveConcurrency` of `null` makes the concurrency fixed. A patch
- * with `expectedSecrets` applies only while the stored secrets are those.
+ * `adaptiveConcurrency` of `null` makes the concurrency fixed, `headers` or
+ * `auth` of `null` removes them. A patch with `expectedSecrets` applies only
+ * while the stored secrets are those, with `expectedCredentials` only while
+ * the stored headers and auth are those.
  */
+import { isDeepStrictEqual } from 'node:util';
 import { ConflictError } from '../errors.ts';
 import type { Endpoint } from '../model.ts';
 import type { EndpointPatch } from './port.ts';
 
 /** @throws ConflictError when `patch.expectedSecrets` no longer match the stored secrets (nothing is to be written). */
 export function patchedEndpoint(current: Endpoint, patch: EndpointPatch, now: number): Endpoint {
-  const { expectedSecrets, ...fields } = patch;
+  const { expectedSecrets, expectedCredentials, ...fields } = patch;
   if (expectedSecrets !== undefined && !sameSecrets(current, expectedSecrets)) throw secretsChanged(current.id);
+  if (expectedCredentials !== undefined && !sameCredentials(current, expectedCredentials)) throw secretsChanged(current.id);
   const changes = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
   const {
     rateLimit,
     adaptiveConcurrency,
+    headers,
+    auth,
     ...next
-  }: Endpoint & { rateLimit?: Endpoint['rateLimit'] | null; adaptiveConcurrency?: Endpoint['adaptiveConcurrency'] | null } = {
+  }: Endpoint & {
+    rateLimit?: Endpoint['rateLimit'] | null;
+    adaptiveConcurrency?: Endpoint['adaptiveConcurrency'] | null;
+    headers?: Endpoint['headers'] | null;
+    auth?: Endpoint['auth'] | null;
+  } = {
     ...current,
     ...changes,
     id: current.id,
@@ -30,7 +41,14 @@ export function patchedEndpoint(current: Endpoint, patch: EndpointPatch, now: nu
     ...next,
     ...(rateLimit == null ? {} : { rateLimit }),
     ...(adaptiveConcurrency == null ? {} : { adaptiveConcurrency }),
+    ...(headers == null ? {} : { headers }),
+    ...(auth == null ? {} : { auth }),
   };
+}
+
+/** Whether the endpoint's headers and auth are `expected` (`null`: none), whatever the order of their keys. */
+export function sameCredentials(endpoint: Endpoint, expected: NonNullable<EndpointPatch['expectedCredentials']>): boolean {
+  return isDeepStrictEqual(endpoint.headers ?? null, expected.headers) && isDeepStrictEqual(endpoint.auth ?? null, expected.auth);
 }
 
 export function sameSecrets(endpoint: Endpoint, expected: readonly string[]): boolean {

@@ -211,6 +211,10 @@ export interface EndpointPatch {
   readonly rateLimit?: Endpoint['rateLimit'] | null;
   /** New adaptive-concurrency settings, or `null` for a fixed concurrency (the endpoint then has no `adaptiveConcurrency`). */
   readonly adaptiveConcurrency?: Endpoint['adaptiveConcurrency'] | null;
+  /** New custom headers, secret values sealed, or `null` for none (the endpoint then has no `headers`). */
+  readonly headers?: Endpoint['headers'] | null;
+  /** New authentication, its secret sealed, or `null` for none (the endpoint then has no `auth`). */
+  readonly auth?: Endpoint['auth'] | null;
   readonly status?: Endpoint['status'];
   readonly disabledReason?: string | null;
   readonly failingSince?: number | null;
@@ -222,6 +226,14 @@ export interface EndpointPatch {
    * never drops one written meanwhile.
    */
   readonly expectedSecrets?: readonly string[];
+  /**
+   * A precondition like `expectedSecrets`, on the stored `headers` and `auth` (`null`: none) as the
+   * caller read them: re-sealing them never drops a change written meanwhile.
+   */
+  readonly expectedCredentials?: {
+    readonly headers: Endpoint['headers'] | null;
+    readonly auth: Endpoint['auth'] | null;
+  };
 }
 
 export interface DeliveryFilter {

@@ -190,6 +190,29 @@ describe('Dashboard (in Chromium)', function () {
     });
   });
 
+  context('when an endpoint has custom headers and auth', () => {
+    it('shows the header names with plain values, secret ones as ***, and the kind of auth', async () => {
+      f = await startStatus();
+      const { endpoint } = await f.t.herald.createEndpoint({
+        tenantId: 'acme', url: 'https://example.com/h',
+        headers: { 'X-Team': 'payments', 'X-Api-Key': { value: 'dash-secret-1', secret: true } }, auth: { type: 'bearer', token: 'dash-secret-2' },
+      });
+      const page = await browser!.newPage();
+      try {
+        await page.goto(`${f.base}/`);
+        await page.fill('#token', TOKEN);
+        await page.click('#login button');
+        const endpointRow = page.locator(`tr[data-endpoint="${endpoint.id}"]`);
+        await endpointRow.waitFor();
+        const text = await endpointRow.innerText();
+        expect(text).to.include('X-Team: payments · X-Api-Key: *** · auth: bearer');
+        expect(await page.content()).to.not.include('dash-secret-1').and.not.include('dash-secret-2');
+      } finally {
+        await page.close();
+      }
+    });
+  });
+
   context('when an endpoint has a rate limit', () => {
     it("shows each endpoint's limits: its concurrency, its rate limit when it has one, FIFO when it is", async () => {
       f = await startStatus();

@@ -173,6 +173,31 @@ describe('herald ops commands (CLI against a running status port)', function () 
     });
   });
 
+  describe('endpoints --header, --secret-header and --auth-*', () => {
+    it('sets headers and auth, shows names with secret values masked, removes them on update; refuses two kinds of auth (2)', async () => {
+      const added = await herald([
+        'endpoints', 'add', `${sink.url}/h`, '--tenant', 'acme', '--header', 'X-Team: payments', '--secret-header', 'X-Api-Key: k-cli-secret-1',
+        '--auth-basic', 'herald:pw-cli-secret-2', '--json',
+      ]);
+      expect(ok(added).json.headers).to.deep.equal({ 'X-Team': { value: 'payments', secret: false }, 'X-Api-Key': { secret: true } });
+      expect(added.json.auth).to.deep.equal({ type: 'basic', username: 'herald', passwordSet: true });
+      const id = added.json.id as string;
+      const shown = ok(await herald(['endpoints', 'show', id])).stdout;
+      expect(shown).to.match(/^headers:\s+X-Team: payments, X-Api-Key: \*\*\*$/m).and.match(/^auth:\s+basic, user herald \(password set\)$/m);
+      expect(shown).to.not.include('k-cli-secret-1').and.not.include('pw-cli-secret-2');
+      const oauth = await herald([
+        'endpoints', 'update', id, '--no-headers', '--oauth2-token-url', 'https://auth.example/token', '--oauth2-client-id', 'c1',
+        '--oauth2-client-secret', 'cs-cli-secret-3', '--oauth2-scope', 'hooks', '--json',
+      ]);
+      expect(ok(oauth).json).to.deep.include({ headers: null });
+      expect(oauth.json.auth).to.deep.equal({ type: 'oauth2', tokenUrl: 'https://auth.example/token', clientId: 'c1', clientSecretSet: true, scope: 'hooks', audience: null });
+      expect(ok(await herald(['endpoints', 'update', id, '--no-auth', '--json'])).json.auth).to.equal(null);
+      const both = await herald(['endpoints', 'update', id, '--auth-bearer', 't', '--auth-basic', 'u:p']);
+      expect(both.code).to.equal(2);
+      expect(both.stderr).to.include('give one kind of auth (got --auth-bearer, --auth-basic)');
+    });
+  });
+
   describe('endpoints --ordering and endpoints update', () => {
     it('creates a FIFO endpoint, shows its ordering, switches it back; refuses an unknown ordering with the API message (1)', async () => {
       const added = await herald(['endpoints', 'add', `${sink.url}/o`, '--tenant', 'acme', '--ordering', 'fifo', '--json']);

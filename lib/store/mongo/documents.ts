@@ -4,11 +4,11 @@
  * driver field (`_id`, `ord`, `at`, `claimId`, …) leaks into the model.
  */
 import type { ObjectId } from 'mongodb';
-import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, SigningSecret, Triage } from '../../model.ts';
+import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, EndpointAuth, EndpointHeader, OutboxEvent, SigningSecret, Triage } from '../../model.ts';
 import { EndpointOrdering, EndpointStatus } from '../../model.ts';
 import type { AttemptRecord, NewDelivery, NodeRecord, SlotLease } from '../port.ts';
 import { newObjectId } from './driver.ts';
-import { legacyTriage, type AttemptDoc, type DeadLetterDoc, type DeliveryDoc, type EndpointDoc, type EventDoc, type LeaseDoc, type NodeDoc } from './schema.ts';
+import { legacyTriage, type AttemptDoc, type AuthDoc, type HeaderDoc, type DeadLetterDoc, type DeliveryDoc, type EndpointDoc, type EventDoc, type LeaseDoc, type NodeDoc } from './schema.ts';
 
 export function endpointToDoc(endpoint: Endpoint): EndpointDoc {
   return {
@@ -27,6 +27,8 @@ export function endpointToDoc(endpoint: Endpoint): EndpointDoc {
       endpoint.adaptiveConcurrency === undefined
         ? null
         : { initial: endpoint.adaptiveConcurrency.initial, targetLatencyMs: endpoint.adaptiveConcurrency.targetLatencyMs },
+    headers: headersToDoc(endpoint.headers ?? null),
+    auth: authToDoc(endpoint.auth ?? null),
     status: endpoint.status,
     disabledReason: endpoint.disabledReason,
     failingSince: endpoint.failingSince,
@@ -70,7 +72,52 @@ export function endpointFromDoc(doc: EndpointDoc): Endpoint {
     ...(doc.adaptiveConcurrency === null || doc.adaptiveConcurrency === undefined
       ? {}
       : { adaptiveConcurrency: { initial: doc.adaptiveConcurrency.initial, targetLatencyMs: doc.adaptiveConcurrency.targetLatencyMs } }),
+    ...(doc.headers === null || doc.headers === undefined ? {} : { headers: doc.headers.map((h) => ({ name: h.name, value: h.value, secret: h.secret })) }),
+    ...(doc.auth === null || doc.auth === undefined ? {} : { auth: authFromDoc(doc.auth) }),
   };
+}
+
+export function headersToDoc(headers: readonly EndpointHeader[] | null): HeaderDoc[] | null {
+  return headers === null ? null : headers.map((h) => ({ name: h.name, value: h.value, secret: h.secret }));
+}
+
+export function authToDoc(auth: EndpointAuth | null): AuthDoc | null {
+  if (auth === null) return null;
+  const none = { token: null, username: null, password: null, tokenUrl: null, clientId: null, clientSecret: null, scope: null, audience: null };
+  switch (auth.type) {
+    case 'bearer':
+      return { type: auth.type, ...none, token: auth.token };
+    case 'basic':
+      return { type: auth.type, ...none, username: auth.username, password: auth.password };
+    case 'oauth2':
+      return {
+        type: auth.type,
+        ...none,
+        tokenUrl: auth.tokenUrl,
+        clientId: auth.clientId,
+        clientSecret: auth.clientSecret,
+        scope: auth.scope ?? null,
+        audience: auth.audience ?? null,
+      };
+  }
+}
+
+function authFromDoc(doc: AuthDoc): EndpointAuth {
+  switch (doc.type) {
+    case 'bearer':
+      return { type: 'bearer', token: doc.token ?? '' };
+    case 'basic':
+      return { type: 'basic', username: doc.username ?? '', password: doc.password ?? '' };
+    default:
+      return {
+        type: 'oauth2',
+        tokenUrl: doc.tokenUrl ?? '',
+        clientId: doc.clientId ?? '',
+        clientSecret: doc.clientSecret ?? '',
+        ...(doc.scope === null ? {} : { scope: doc.scope }),
+        ...(doc.audience === null ? {} : { audience: doc.audience }),
+      };
+  }
 }
 
 /** A new outbox document; `ord` defaults to a fresh ObjectId (insertion order within this process). */

@@ -15,6 +15,7 @@ import {
   cancelChunkFilter,
   cancelDeliveriesFilter,
   cancelDeliveriesUpdate,
+  credentialsFilter,
   endpointPatchUpdate,
   resumeDeliveriesFilter,
   resumeDeliveriesUpdate,
@@ -44,15 +45,19 @@ export async function listEndpoints({ endpoints }: StoreDb, filter?: { readonly 
 
 export async function updateEndpoint(db: StoreDb, id: string, patch: EndpointPatch, now: number): Promise<Endpoint | undefined> {
   const { endpoints } = db;
-  const { expectedSecrets } = patch;
-  // The precondition in the filter, so it is checked and the write made in one atomic step.
-  const filter = expectedSecrets === undefined ? { _id: id } : { _id: id, $expr: { $eq: ['$secrets.secret', [...expectedSecrets]] } };
+  const { expectedSecrets, expectedCredentials } = patch;
+  // The preconditions in the filter, so they are checked and the write made in one atomic step.
+  const filter = {
+    _id: id,
+    ...(expectedSecrets === undefined ? {} : { $expr: { $eq: ['$secrets.secret', [...expectedSecrets]] } }),
+    ...(expectedCredentials === undefined ? {} : credentialsFilter(expectedCredentials)),
+  };
   const doc = await db.transaction(async (session) => {
     const updated = await endpoints.findOneAndUpdate(filter, endpointPatchUpdate(patch, now), { returnDocument: 'after', session });
     if (updated !== null) await recordEndpointChange(db, session, id, now);
     return updated;
   });
-  if (doc === null && expectedSecrets !== undefined && (await endpoints.countDocuments({ _id: id }, { limit: 1 })) > 0) {
+  if (doc === null && (expectedSecrets !== undefined || expectedCredentials !== undefined) && (await endpoints.countDocuments({ _id: id }, { limit: 1 })) > 0) {
     throw secretsChanged(id);
   }
   return doc === null ? undefined : endpointFromDoc(doc);

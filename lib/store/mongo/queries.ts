@@ -14,6 +14,7 @@ import type { Document, Filter, ObjectId, UpdateFilter } from 'mongodb';
 import { failureKind } from '../../policy/failure-kind.ts';
 import type { DeliveryStatus } from '../../model.ts';
 import type { AttemptRecord, ClaimRequest, DeliveryFilter, EndpointPatch, Settlement } from '../port.ts';
+import { authToDoc, headersToDoc } from './documents.ts';
 import type { DeliveryDoc, EndpointDoc, LeaseDoc } from './schema.ts';
 import { secretDoc } from './documents.ts';
 
@@ -344,6 +345,8 @@ export function endpointPatchUpdate(patch: EndpointPatch, now: number): UpdateFi
         ? null
         : { initial: patch.adaptiveConcurrency.initial, targetLatencyMs: patch.adaptiveConcurrency.targetLatencyMs };
   }
+  if (patch.headers !== undefined) set.headers = headersToDoc(patch.headers);
+  if (patch.auth !== undefined) set.auth = authToDoc(patch.auth);
   if (patch.status !== undefined) set.status = patch.status;
   if (patch.disabledReason !== undefined) set.disabledReason = patch.disabledReason;
   if (patch.failingSince !== undefined) set.failingSince = patch.failingSince;
@@ -351,6 +354,15 @@ export function endpointPatchUpdate(patch: EndpointPatch, now: number): UpdateFi
     set.secrets = patch.secrets.map(secretDoc);
   }
   return { $set: set };
+}
+
+/**
+ * The precondition of a patch with `expectedCredentials`: the stored headers and auth are those,
+ * matched whole (each written by `headersToDoc`/`authToDoc`, fields always in one order; a `null`
+ * also matches a document written before they existed).
+ */
+export function credentialsFilter(expected: NonNullable<EndpointPatch['expectedCredentials']>): Filter<EndpointDoc> {
+  return { headers: headersToDoc(expected.headers ?? null), auth: authToDoc(expected.auth ?? null) };
 }
 
 /** Deleting an endpoint cancels what it had not delivered yet. */

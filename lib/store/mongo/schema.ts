@@ -96,6 +96,10 @@ export interface EndpointDoc {
    * (read as fixed too, so no migration).
    */
   adaptiveConcurrency?: { initial: number; targetLatencyMs: number } | null;
+  /** Custom headers, secret values sealed; `null`: none, and missing in documents written before they existed (read as none). */
+  headers?: HeaderDoc[] | null;
+  /** Authentication, its secret sealed; `null`: none, and missing in documents written before it existed (read as none). */
+  auth?: AuthDoc | null;
   status: string;
   disabledReason: string | null;
   failingSince: number | null;
@@ -104,6 +108,25 @@ export interface EndpointDoc {
   updatedAt: number;
   /** Bumped by each replay touching the endpoint, so that a concurrent delete conflicts with it (`dead-letters.ts`). */
   replayFence?: number;
+}
+
+export interface HeaderDoc {
+  name: string;
+  value: string;
+  secret: boolean;
+}
+
+/** Every field of every type, `null` where the type has none: one shape, written in one order, so a stored one can be matched whole. */
+export interface AuthDoc {
+  type: string;
+  token: string | null;
+  username: string | null;
+  password: string | null;
+  tokenUrl: string | null;
+  clientId: string | null;
+  clientSecret: string | null;
+  scope: string | null;
+  audience: string | null;
 }
 
 export interface EventDoc {

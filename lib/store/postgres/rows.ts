@@ -36,5 +36,7 @@ export function endpointValues(endpoint: Endpoint): unknown[] {
     endpoint.rateLimit === undefined ? null : JSON.stringify(endpoint.rateLimit),
     endpoint.adaptiveConcurrency === undefined ? null : JSON.stringify(endpoint.adaptiveConcurrency),
     endpoint.ordering,
+    endpoint.headers === undefined ? null : JSON.stringify(endpoint.headers),
+    endpoint.auth === undefined ? null : JSON.stringify(endpoint.auth),
   ];
 }

@@ -405,6 +405,13 @@ ALTER TABLE ${s}.deliveries ADD COLUMN IF NOT EXISTS first_started_at bigint, AD
   ADD COLUMN IF NOT EXISTS first_outcome jsonb, ADD COLUMN IF NOT EXISTS first_error text;
 `,
   },
+  {
+    version: 20,
+    what: "an endpoint's custom headers and authentication",
+    // [{"name", "value", "secret"}] and {"type", …}, secret parts sealed; NULL: none, as every
+    // endpoint had before.
+    sql: (s) => `ALTER TABLE ${s}.endpoints ADD COLUMN IF NOT EXISTS headers jsonb, ADD COLUMN IF NOT EXISTS auth jsonb;`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

@@ -26,6 +26,8 @@ export function endpointToRow(endpoint: Endpoint): EndpointRow {
     concurrency: endpoint.concurrency,
     rate_limit: endpoint.rateLimit === undefined ? null : JSON.stringify(endpoint.rateLimit),
     adaptive_concurrency: endpoint.adaptiveConcurrency === undefined ? null : JSON.stringify(endpoint.adaptiveConcurrency),
+    headers: endpoint.headers === undefined ? null : JSON.stringify(endpoint.headers),
+    auth: endpoint.auth === undefined ? null : JSON.stringify(endpoint.auth),
     status: endpoint.status,
     disabled_reason: endpoint.disabledReason,
     failing_since: endpoint.failingSince,

@@ -238,6 +238,16 @@ ALTER TABLE deliveries ADD COLUMN first_outcome TEXT;
 ALTER TABLE deliveries ADD COLUMN first_error TEXT;
 `,
   },
+  {
+    version: 18,
+    what: "an endpoint's custom headers and authentication",
+    // JSON text: [{"name", "value", "secret"}] and {"type", …}, secret parts sealed; NULL: none, as
+    // every endpoint had before.
+    sql: `
+ALTER TABLE endpoints ADD COLUMN headers TEXT;
+ALTER TABLE endpoints ADD COLUMN auth TEXT;
+`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */

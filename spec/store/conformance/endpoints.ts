@@ -138,6 +138,50 @@ export function describeEndpoints(suite: ConformanceSuite): void {
       });
     });
 
+    context('when an endpoint has custom headers and auth', () => {
+      const headers = [
+        { name: 'X-Team', value: 'payments', secret: false },
+        { name: 'X-Api-Key', value: 'enc:v1:0a1b2c3d:bm9uY2U=:c2VhbGVk', secret: true },
+      ];
+      const oauth = { type: 'oauth2', tokenUrl: 'https://auth.example/token', clientId: 'c1', clientSecret: 'enc:v1:0a1b2c3d:bg==:cw==', scope: 'hooks' } as const;
+
+      it('reads them back exactly, in order, and an endpoint without them has neither', async () => {
+        const withThem = await addEndpoint('ep_1', 'acme', { headers, auth: oauth });
+        const basic = await addEndpoint('ep_2', 'acme', { auth: { type: 'basic', username: 'u', password: 'enc:v1:0a1b2c3d:bg==:cA==' } });
+        const plain = await addEndpoint('ep_3', 'acme');
+        expect(await store.getEndpoint('ep_1')).to.deep.equal(withThem);
+        expect(await store.getEndpoint('ep_2')).to.deep.equal(basic);
+        expect(await store.getEndpoint('ep_3')).to.not.have.any.keys('headers', 'auth');
+        expect(await store.listEndpoints({ tenantId: 'acme' })).to.deep.equal([withThem, basic, plain]);
+      });
+
+      it('sets, replaces and removes them by patch (null), leaving the other fields alone', async () => {
+        const created = await addEndpoint('ep_1', 'acme');
+        const set = await store.updateEndpoint('ep_1', { headers, auth: { type: 'bearer', token: 'enc:v1:0a1b2c3d:bg==:dA==' } }, clock.now());
+        expect(set).to.deep.equal({ ...created, headers, auth: { type: 'bearer', token: 'enc:v1:0a1b2c3d:bg==:dA==' } });
+        expect(await store.getEndpoint('ep_1')).to.deep.equal(set);
+        const kept = await store.updateEndpoint('ep_1', { concurrency: 9, auth: oauth }, clock.now());
+        expect(kept?.headers, 'a patch without headers keeps them').to.deep.equal(headers);
+        expect(await store.getEndpoint('ep_1')).to.deep.equal(kept);
+        const removed = await store.updateEndpoint('ep_1', { headers: null, auth: null }, clock.now());
+        expect(removed).to.deep.equal({ ...created, concurrency: 9 });
+        expect(await store.getEndpoint('ep_1')).to.deep.equal(removed);
+      });
+
+      it('writes a patch with expectedCredentials only while the stored headers and auth are those (HERALD_CONFLICT otherwise)', async () => {
+        await addEndpoint('ep_1', 'acme', { headers, auth: oauth });
+        const resealed = headers.map((h) => (h.secret ? { ...h, value: 'enc:v1:99999999:bg==:bmV3' } : h));
+        const first = await store.updateEndpoint('ep_1', { headers: resealed, expectedCredentials: { headers, auth: oauth } }, clock.now());
+        expect(first?.headers).to.deep.equal(resealed);
+        const stale = await rejection(store.updateEndpoint('ep_1', { headers, auth: null, expectedCredentials: { headers, auth: oauth } }, clock.now()));
+        expect(stale.code).to.equal(ErrorCode.CONFLICT);
+        expect(await store.getEndpoint('ep_1')).to.deep.equal(first);
+        await addEndpoint('ep_2', 'acme');
+        const none = await store.updateEndpoint('ep_2', { auth: oauth, expectedCredentials: { headers: null, auth: null } }, clock.now());
+        expect(none?.auth).to.deep.equal(oauth);
+      });
+    });
+
     context('when an endpoint does not exist', () => {
       it('returns undefined from get and update, false from delete', async () => {
         expect(await store.getEndpoint('ep_missing')).to.equal(undefined);

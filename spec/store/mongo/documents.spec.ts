@@ -81,6 +81,25 @@ describe('MongoDB documents', () => {
     expect(endpointFromDoc(older)).to.deep.equal(fixed);
   });
 
+  it("maps an endpoint's headers and auth both ways: values, null when none, and none when a document predates them", () => {
+    const endpoint: Endpoint = {
+      id: 'ep_1', tenantId: 'acme', url: 'https://x.example/h', description: '', eventTypes: [], retry: { preset: 'default' },
+      timeoutMs: 10_000, mode: 'at-least-once', ordering: 'none', concurrency: 4, status: 'enabled', disabledReason: null, failingSince: null,
+      secrets: [], createdAt: NOW, updatedAt: NOW,
+      headers: [{ name: 'X-Team', value: 'a', secret: false }, { name: 'X-Key', value: 'enc:v1:k', secret: true }],
+      auth: { type: 'oauth2', tokenUrl: 'https://auth.example/t', clientId: 'c', clientSecret: 'enc:v1:s', audience: 'api' },
+    };
+    expect(endpointFromDoc(endpointToDoc(endpoint))).to.deep.equal(endpoint);
+    for (const auth of [{ type: 'bearer', token: 'enc:v1:t' }, { type: 'basic', username: 'u', password: 'enc:v1:p' }] as const) {
+      expect(endpointFromDoc(endpointToDoc({ ...endpoint, auth }))).to.deep.equal({ ...endpoint, auth });
+    }
+    const { headers: _, auth: __, ...plain } = endpoint;
+    expect(endpointToDoc(plain)).to.include({ headers: null, auth: null });
+    expect(endpointFromDoc(endpointToDoc(plain))).to.deep.equal(plain);
+    const { headers: ___, auth: ____, ...older } = endpointToDoc(plain);
+    expect(endpointFromDoc(older)).to.deep.equal(plain);
+  });
+
   it('writes new events unfanned, in insertion order, and reads back only the model\'s fields', () => {
     const event: OutboxEvent = { id: 'evt_1', tenantId: 'acme', type: 't', payload: '{"a":1}', createdAt: NOW, endpointId: null, orderingKey: null };
     const first = eventToDoc(event);

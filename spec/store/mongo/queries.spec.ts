@@ -30,6 +30,7 @@ import {
   claimOneFilter,
   claimUpdate,
   countsByStatus,
+  credentialsFilter,
   DELIVERY_LIST_SORT,
   deliveryListFilter,
   DUE_ORDER,
@@ -246,6 +247,18 @@ describe('MongoDB store queries', () => {
         { secret: 'whsec_b2xk', createdAt: NOW - 1, expiresAt: NOW + 1 },
       ];
       expect(endpointPatchUpdate({ secrets }, NOW)).to.deep.equal({ $set: { updatedAt: NOW, secrets } });
+    });
+
+    it('sets headers and auth as documents of one shape, null to remove them, and matches them whole as a precondition', () => {
+      const headers = [{ name: 'X-Key', value: 'enc:v1:x', secret: true }];
+      const none = { token: null, username: null, password: null, tokenUrl: null, clientId: null, clientSecret: null, scope: null, audience: null };
+      const bearerDoc = { type: 'bearer', ...none, token: 'enc:v1:t' };
+      expect(endpointPatchUpdate({ headers, auth: { type: 'bearer', token: 'enc:v1:t' } }, NOW)).to.deep.equal({ $set: { updatedAt: NOW, headers, auth: bearerDoc } });
+      expect(endpointPatchUpdate({ headers: null, auth: null }, NOW)).to.deep.equal({ $set: { updatedAt: NOW, headers: null, auth: null } });
+      expect(credentialsFilter({ headers, auth: { type: 'bearer', token: 'enc:v1:t' } })).to.deep.equal({ headers, auth: bearerDoc });
+      expect(credentialsFilter({ headers: null, auth: null })).to.deep.equal({ headers: null, auth: null });
+      // The precondition is a match of whole documents: its keys are in the order endpointToDoc writes them.
+      expect(Object.keys(credentialsFilter({ headers: null, auth: { type: 'bearer', token: 't' } }).auth as object)).to.deep.equal(Object.keys(bearerDoc));
     });
 
     it('marks replays and resumes with wokeAt so the change feed can pick them out', () => {
