@@ -405,6 +405,28 @@ ALTER TABLE ${s}.deliveries ADD COLUMN IF NOT EXISTS first_started_at bigint, AD
   ADD COLUMN IF NOT EXISTS first_outcome jsonb, ADD COLUMN IF NOT EXISTS first_error text;
 `,
   },
+  {
+    version: 18,
+    what: 'the event-type catalog: types, their JSON Schemas by version, and the catalog version producers check',
+    // versions: [{version, schema, createdAt}], oldest first. The one-row catalog version goes up with
+    // every catalog write; a producer's insert is guarded by the version it checked against.
+    sql: (s) => `
+CREATE TABLE IF NOT EXISTS ${s}.event_types (
+  name             text COLLATE "C" PRIMARY KEY,
+  description      text NOT NULL,
+  versions         jsonb NOT NULL,
+  deprecated_at    bigint,
+  deprecation_note text,
+  created_at       bigint NOT NULL,
+  updated_at       bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ${s}.event_type_catalog (
+  only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+  version  bigint NOT NULL
+);
+INSERT INTO ${s}.event_type_catalog (only_row, version) VALUES (true, 0) ON CONFLICT DO NOTHING;
+`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */
