@@ -6,16 +6,33 @@
  * reloads ({@link reloadPostgresCatalog}), checks again and retries.
  */
 import { catalogOfRows, catalogSql, type CatalogRow } from '../store/postgres/event-types.ts';
-import { CatalogSnapshot, ConnectionCatalogs } from './catalog-snapshot.ts';
+import { ValidationError } from '../errors.ts';
+import { CatalogSnapshot, ConnectionCatalogs, type PayloadToCheck } from './catalog-snapshot.ts';
 
 /** Runs one statement on the producer's connection and answers its rows. */
 export type RowsOf = <Row>(sql: string, parameters: unknown[]) => Promise<Row[]>;
 
 const catalogs = new ConnectionCatalogs();
 
-/** The copy `runner` holds for `schema`; loaded (one round trip) on its first publish. */
-export async function cachedPostgresCatalog(runner: object, schema: string, rowsOf: RowsOf): Promise<CatalogSnapshot> {
-  return catalogs.get(runner, schema) ?? reloadPostgresCatalog(runner, schema, rowsOf);
+/**
+ * Checks `events` against the copy `runner` holds for `schema` (loaded, one round trip, on its first
+ * publish) and answers that copy. A refusal by a cached copy is confirmed against a fresh read
+ * first: the catalog may have been loosened since.
+ * @throws ValidationError for the first payload the current catalog refuses.
+ */
+export async function checkedPostgresCatalog(runner: object, schema: string, rowsOf: RowsOf, events: readonly PayloadToCheck[]): Promise<CatalogSnapshot> {
+  const cached = catalogs.get(runner, schema);
+  if (cached !== undefined) {
+    try {
+      cached.check(events);
+      return cached;
+    } catch (error) {
+      if (!(error instanceof ValidationError)) throw error;
+    }
+  }
+  const current = await reloadPostgresCatalog(runner, schema, rowsOf);
+  current.check(events);
+  return current;
 }
 
 /** Reads the catalog again, in one statement (one snapshot), and keeps it for `runner`. */

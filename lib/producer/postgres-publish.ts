@@ -16,7 +16,7 @@ import { systemClock } from '../clock.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import type { OutboxEvent } from '../model.ts';
-import { cachedPostgresCatalog, reloadPostgresCatalog, type RowsOf } from '../event-types/postgres-catalog.ts';
+import { checkedPostgresCatalog, reloadPostgresCatalog, type RowsOf } from '../event-types/postgres-catalog.ts';
 import { catalogVersionSql } from '../store/postgres/event-types.ts';
 import { DEFAULT_POSTGRES_SCHEMA, validSchemaName } from '../store/postgres/schema.ts';
 import { eventFromRow, type EventRow } from '../store/sql-rows.ts';
@@ -75,8 +75,7 @@ export async function publish(
   const valid = validateEventInputs(input, { maxPayloadBytes: options.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes });
   if (valid.length === 0) return [];
   const rows: RowsOf = (sql, parameters) => rowsOf(runner, sql, parameters);
-  let catalog = await cachedPostgresCatalog(runner, schema, rows);
-  catalog.check(valid);
+  let catalog = await checkedPostgresCatalog(runner, schema, rows, valid);
 
   // Events by id: those stored already, then those of this call as they are planned.
   const byId = await storedEvents(runner, schema, valid.flatMap((event) => (event.id === undefined ? [] : [event.id])));
