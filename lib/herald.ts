@@ -17,6 +17,7 @@ import type { EndpointView } from './endpoints/endpoint-admin.ts';
 import type { ReencryptOutcome } from './endpoints/secret-admin.ts';
 import type { SequencePage, SequencePageRequest } from './endpoints/sequence-page.ts';
 import type { EngineEvents } from './engine/engine-events.ts';
+import type { EventTypeAdmin } from './event-types/event-type-admin.ts';
 import { newId } from './ids.ts';
 import type { Attempt, Delivery, OutboxEvent, ReplayJobFilter } from './model.ts';
 import { NodeParts } from './node-parts.ts';
@@ -60,6 +61,8 @@ export class Herald {
   readonly nodeId = newId('node');
   /** Tokens that let a tenant's developers use the API on their own data (lib/tenants/caller-scope.ts). */
   readonly tenantTokens: TenantTokens;
+  /** The event-type catalog: types, their JSON Schemas checked at publish (lib/event-types/). */
+  readonly eventTypes: EventTypeAdmin;
   /** Where the secret key came from, and what the operator should hear about it at start. */
   readonly secretKeys: SecretKeys;
   readonly #parts: NodeParts;
@@ -115,6 +118,7 @@ export class Herald {
       { store: opened.store, clock: opened.clock, random: opened.random, events: opened.events, local: opened.local },
     );
     this.tenantTokens = this.#parts.tenantTokens;
+    this.eventTypes = this.#parts.eventTypes;
   }
 
   /** The store this node uses (the producer API writes to the same data). */

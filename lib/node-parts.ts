@@ -34,6 +34,7 @@ import { createSender, type Sender, type SenderOptions } from './delivery/sender
 import { EndpointAdmin, type EndpointHandoff } from './endpoints/endpoint-admin.ts';
 import { SecretAdmin } from './endpoints/secret-admin.ts';
 import { BreakerFamily } from './engine/breaker.ts';
+import { EventTypeAdmin } from './event-types/event-type-admin.ts';
 import type { EngineEvents } from './engine/engine-events.ts';
 import { ORIGIN_DEPTH_PER_CONNECTION, SendPermits } from './engine/send-permits.ts';
 import { Supervisor } from './engine/supervisor.ts';
@@ -80,6 +81,7 @@ export class NodeParts {
   readonly deliveryLog: DeliveryLog;
   readonly deadLetters: DeadLetterDesk;
   readonly tenantTokens: TenantTokens;
+  readonly eventTypes: EventTypeAdmin;
   readonly status: NodeStatus;
   readonly #config: HeraldConfig;
   readonly #emit: <K extends keyof EngineEvents>(name: K, ...args: EngineEvents[K]) => void;
@@ -221,6 +223,7 @@ export class NodeParts {
     this.deliveryLog = new DeliveryLog({ store, clock });
     this.deadLetters = new DeadLetterDesk({ store, clock, signal: () => this.supervisor.signal() });
     this.tenantTokens = new TenantTokens({ store, clock });
+    this.eventTypes = new EventTypeAdmin({ store, clock });
     this.status = new NodeStatus(
       {
         nodeId,

@@ -8,7 +8,8 @@
  * the delivery minutes behind); the delivery charts (`delivery-charts.ts`, shared with the portal): per minute
  * by outcome, the first-attempt success ratio and attempt latency p50/p95, over the last hour or
  * 24 h, for every endpoint or one chosen (`GET /v1/stats/series`); the endpoints with their health, breaker state,
- * the cluster's failure rate over the last hour and limits (concurrency, rate limit, FIFO ordering); the failures grouped by
+ * the cluster's failure rate over the last hour and limits (concurrency, rate limit, FIFO ordering); the event-type
+ * catalog (each type's version, whether its payloads are checked, deprecated ones); the failures grouped by
  * endpoint and failure kind (retrying, dead, since when, a sample; the 50 largest groups) with a Replay button per group;
  * recent failures with their error; the
  * dead-letter queue with each letter's age and triage state, acknowledge,
@@ -50,6 +51,7 @@ ${DELIVERY_CHARTS_CSS}
 <section id="charts-section"><h2>Deliveries</h2>
 ${deliveryChartsMarkup('every endpoint')}</section>
 <section><h2>Endpoints</h2><table id="endpoints"></table></section>
+<section id="types-section"><h2>Event types</h2><table id="types"></table></section>
 <section><h2>Failures</h2><table id="groups"></table>
 <p id="groups-more" class="muted" hidden>The 50 largest groups; the smaller ones: <code>GET /v1/failures?limit=1000</code>, or an endpoint's with <code>endpointId</code>.</p></section>
 <section><h2>Recent failures</h2><table id="failures"></table></section>
@@ -79,8 +81,13 @@ const deadQuery = () => { const v = $('dead-state').value; return v === '' ? '' 
 async function refresh() {
   if (!token()) { say('Enter the admin token (data/admin-token, or HERALD_ADMIN_TOKEN) to start.'); return; }
   try {
-    const [endpoints, status, stats, recent, groups] = await Promise.all([
-      api('/v1/endpoints'), api('/v1/status'), api('/v1/stats'), api('/v1/deliveries?limit=200'), api('/v1/failures?limit=50')]);
+    const [endpoints, status, stats, recent, groups, types] = await Promise.all([
+      api('/v1/endpoints'), api('/v1/status'), api('/v1/stats'), api('/v1/deliveries?limit=200'), api('/v1/failures?limit=50'), api('/v1/event-types')]);
+    // The catalog: payloads of a type with a schema are checked at publish; types not listed publish unchecked.
+    $('types').innerHTML = types.data.length === 0 ? '<tr><td class="empty">No event types: every type publishes unchecked (herald event-types create).</td></tr>' :
+      head(['event type', 'version', 'schema', 'deprecated', 'description']) + types.data.map((t) => row(['<code>' + esc(t.name) + '</code>',
+        esc(t.versions.at(-1).version), t.versions.at(-1).schema ? 'checked' : '<span class="muted">none</span>',
+        t.deprecated ? '<span class="warn">since ' + esc(when(t.deprecatedAt)) + '</span>' : '', esc(t.description)], 'data-event-type="' + esc(t.name) + '"')).join('');
     lastStatus = status;
     await deadPager.load();
     deliveryCharts.setEndpoints(endpoints.data);

@@ -5,7 +5,8 @@
  * tab's session storage) and reads the admin API with it, which answers only
  * with that tenant's data (`caller-scope.ts`).
  *
- * It shows the tenant's endpoints with their health and failure rate over the
+ * It shows the event types the platform defines (the catalog: description, schema version, deprecated
+ * ones marked), the tenant's endpoints with their health and failure rate over the
  * last hour (every node's attempts, `GET /v1/stats`), a Send test event, Rotate secret and Disable/Enable button per
  * endpoint and the test event's outcome as it happens; the delivery charts of
  * its endpoints, all or one picked, over the last hour or 24 h
@@ -52,6 +53,7 @@ ${DELIVERY_CHARTS_CSS}
 <main>
 <p id="msg" role="status"></p>
 <section><h2>Your endpoints</h2><table id="endpoints"></table><div id="test-result"></div></section>
+<section id="types-section"><h2>Event types you can subscribe to</h2><table id="types"></table></section>
 <section id="charts-section"><h2>Deliveries over time</h2>
 ${deliveryChartsMarkup('all your endpoints')}</section>
 <section><h2>Failed deliveries (dead letters)</h2><table id="dead"></table>${pagerMarkup('dead')}</section>
@@ -126,7 +128,13 @@ let testWatch = null;
 async function refresh() {
   if (!token()) { say('Sign in with the token you were given (it starts with htk_).'); return; }
   try {
-    const [endpoints, stats] = await Promise.all([api('/v1/endpoints'), api('/v1/stats'), deadPager.load()]);
+    const [endpoints, stats, types] = await Promise.all([api('/v1/endpoints'), api('/v1/stats'), api('/v1/event-types'), deadPager.load()]);
+    // The catalog (global to the platform): a deprecated type still arrives, but is on its way out.
+    $('types').innerHTML = types.data.length === 0 ? '<tr><td class="empty">No event types listed: ask the platform which types it sends.</td></tr>' :
+      head(['event type', 'description', 'schema', '']) + types.data.map((t) => row(['<code>' + esc(t.name) + '</code>', esc(t.description),
+        t.versions.at(-1).schema ? 'version ' + esc(t.versions.at(-1).version) : '<span class="muted">none</span>',
+        t.deprecated ? '<span class="warn pill">deprecated</span>' + (t.deprecationNote ? ' <span class="muted">' + esc(t.deprecationNote) + '</span>' : '') : ''],
+        'data-event-type="' + esc(t.name) + '"')).join('');
     const rates = new Map(stats.endpoints.map((e) => [e.endpointId, e]));
     const tenants = [...new Set(endpoints.data.map((e) => e.tenantId))];
     $('who').textContent = tenants.length ? 'tenant ' + tenants.join(', ') : '';

@@ -33,6 +33,7 @@ import { paramsOf, Router, type Reply } from './router.ts';
 import { deadLetterRoutes } from './routes/dead-letters.ts';
 import { deliveryRoutes } from './routes/deliveries.ts';
 import { endpointRoutes } from './routes/endpoints.ts';
+import { eventTypeRoutes } from './routes/event-types.ts';
 import { eventRoutes } from './routes/events.ts';
 import { failureRoutes } from './routes/failures.ts';
 import { pageRoutes } from './routes/pages.ts';
@@ -94,6 +95,7 @@ export class StatusServer {
     secretRoutes(router, herald);
     statsRoutes(router, herald);
     eventRoutes(router, herald);
+    eventTypeRoutes(router, herald);
     deliveryRoutes(router, herald);
     deadLetterRoutes(router, herald);
     replayRoutes(router, herald);

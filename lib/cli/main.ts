@@ -1,5 +1,5 @@
 /**
- * The `herald` command: `start` runs a node; the ops commands (`endpoints`,
+ * The `herald` command: `start` runs a node; the ops commands (`endpoints`, `event-types`,
  * `publish`, `deliveries`, `dlq`, `failures`, `tokens`, `status`) talk to a running node's admin
  * API; `secrets reencrypt` works on the store. Each command group lives in its own module.
  *
@@ -12,6 +12,7 @@ import {
   DELIVERIES_USAGE,
   DLQ_USAGE,
   ENDPOINTS_USAGE,
+  EVENT_TYPES_USAGE,
   FAILURES_USAGE,
   REPLAYS_USAGE,
   PUBLISH_USAGE,
@@ -27,6 +28,7 @@ type Command = (args: readonly string[], io: CliIo) => Promise<number>;
 const COMMANDS: Readonly<Record<string, { load: () => Promise<Command>; usage: string }>> = {
   start: { load: async () => (await import('./start-command.ts')).runStart, usage: START_USAGE },
   endpoints: { load: async () => (await import('./endpoints-command.ts')).runEndpoints, usage: ENDPOINTS_USAGE },
+  'event-types': { load: async () => (await import('./event-types-command.ts')).runEventTypes, usage: EVENT_TYPES_USAGE },
   publish: { load: async () => (await import('./publish-command.ts')).runPublish, usage: PUBLISH_USAGE },
   deliveries: { load: async () => (await import('./deliveries-command.ts')).runDeliveries, usage: DELIVERIES_USAGE },
   dlq: { load: async () => (await import('./dlq-command.ts')).runDlq, usage: DLQ_USAGE },
@@ -41,6 +43,7 @@ const USAGE = `${START_USAGE}
 
 Operations (against a running node's admin API; \`herald <command> --help\` for details):
   herald endpoints add|list|show|enable|disable|rotate-secret
+  herald event-types list|show|create|update|deprecate|delete   the catalog, its JSON Schemas checked at publish
   herald publish --tenant <id> --type <type> --payload <json>
   herald deliveries [--endpoint <id>] [--since 7d] …
   herald dlq list [--state new] | dlq ack|discard <id…> --note <why> --by <who>

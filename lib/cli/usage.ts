@@ -106,4 +106,17 @@ export const TOKENS_USAGE = `Usage: herald tokens create --tenant <id> [--name <
   own tenant's data only. create prints the token once (on stdout; --json for the record too): only
   a SHA-256 of it is kept. A revoked or expired token is refused at once, on every node.`;
 
+export const EVENT_TYPES_USAGE = `Usage: herald event-types [list]
+       herald event-types show <name>
+       herald event-types create <name> [--description <text>] [--schema <file.json>]
+       herald event-types update <name> [--description <text>] [--schema <file.json> | --schema none]
+       herald event-types deprecate <name> [--note <text>] | undeprecate <name>
+       herald event-types delete <name>
+
+  The catalog of event types (global to the installation). A type with a JSON Schema (draft 2020-12) has
+  every payload published under it checked against the schema's newest version, in every publish path;
+  a payload that does not match is refused (HERALD_INVALID_INPUT, payload/<JSON pointer>) and nothing is
+  stored. A new schema is a new version; --schema none stops the check. Types not in the catalog publish
+  unchecked. A deprecated type still publishes; the portal marks it. Deleting a type keeps its events.`;
+
 export const STATUS_USAGE = 'Usage: herald status [--url <url>] [--token <token>] [--json]';

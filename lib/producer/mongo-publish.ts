@@ -22,10 +22,11 @@ import { systemClock } from '../clock.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
 import type { OutboxEvent } from '../model.ts';
+import { currentMongoCatalog } from '../event-types/mongo-catalog.ts';
 import { eventFromDoc, eventToDoc } from '../store/mongo/documents.ts';
 import { loadMongoDriver } from '../store/mongo/driver.ts';
 import { Collections } from '../store/mongo/schema.ts';
-import type { EndpointDoc, EventDoc } from '../store/mongo/schema.ts';
+import type { EndpointDoc, EventDoc, EventTypeDoc, MetaDoc } from '../store/mongo/schema.ts';
 import { outboxEventOf, validateEventInputs } from './validate-event.ts';
 import type { EventInput, ValidEventInput } from './validate-event.ts';
 
@@ -76,7 +77,8 @@ const DEFAULTS = Object.freeze({
  * the stored event is returned and nothing is written.
  *
  * @returns the events as stored, in input order.
- * @throws ValidationError `HERALD_INVALID_INPUT` for a malformed input (field and rule named), or bad options.
+ * @throws ValidationError `HERALD_INVALID_INPUT` for a malformed input (field and rule named), a payload that
+ *   does not match its type's schema in the catalog (`payload/<JSON pointer>`), or bad options.
  * @throws PayloadTooLargeError `HERALD_PAYLOAD_TOO_LARGE` for an oversized payload.
  * @throws NotFoundError `HERALD_NOT_FOUND` when the tenant has no endpoint, or
  *   `endpointId` names no endpoint of that tenant.
@@ -98,7 +100,12 @@ export async function publish(
   await loadMongoDriver({ key: 'publishMongo', value: 'a MongoDB outbox' });
   // The values are the driver's own: Herald's interfaces above only say what is used of them.
   const driverSession = session as unknown as ClientSession;
+  // The catalog's copy is kept per client (or Db) and database name.
+  const [connection, dbName] = 'db' in options ? [options.db, ''] : [options.client, options.dbName];
+  const catalogCollections = { meta: db.collection<MetaDoc>(Collections.META), eventTypes: db.collection<EventTypeDoc>(Collections.EVENT_TYPES) };
   const write = async (): Promise<OutboxEvent[]> => {
+    // Payloads against their types' schemas, as the catalog stands in this transaction.
+    (await currentMongoCatalog(connection, dbName, catalogCollections, driverSession)).check(valid);
     const stored: OutboxEvent[] = [];
     for (const event of valid) stored.push(await publishOne(db, driverSession, event, clock));
     return stored;

@@ -16,6 +16,8 @@ import { systemClock } from '../clock.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import type { OutboxEvent } from '../model.ts';
+import { checkedPostgresCatalog, reloadPostgresCatalog, type RowsOf } from '../event-types/postgres-catalog.ts';
+import { catalogVersionSql } from '../store/postgres/event-types.ts';
 import { DEFAULT_POSTGRES_SCHEMA, validSchemaName } from '../store/postgres/schema.ts';
 import { eventFromRow, type EventRow } from '../store/sql-rows.ts';
 import { outboxEventOf, validateEventInputs } from './validate-event.ts';
@@ -54,7 +56,8 @@ const DEFAULTS = Object.freeze({
  * stored event is returned and nothing is written.
  *
  * @returns the events as stored, in input order.
- * @throws ValidationError `HERALD_INVALID_INPUT` for a malformed input (field and rule named), or a bad schema name.
+ * @throws ValidationError `HERALD_INVALID_INPUT` for a malformed input (field and rule named), a payload that
+ *   does not match its type's schema in the catalog (`payload/<JSON pointer>`), or a bad schema name.
  * @throws PayloadTooLargeError `HERALD_PAYLOAD_TOO_LARGE` for an oversized payload.
  * @throws NotFoundError `HERALD_NOT_FOUND` when the tenant has no endpoint, or
  *   `endpointId` names no endpoint of that tenant.
@@ -71,6 +74,8 @@ export async function publish(
   // Validate everything first, so a bad input in a batch writes nothing.
   const valid = validateEventInputs(input, { maxPayloadBytes: options.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes });
   if (valid.length === 0) return [];
+  const rows: RowsOf = (sql, parameters) => rowsOf(runner, sql, parameters);
+  let catalog = await checkedPostgresCatalog(runner, schema, rows, valid);
 
   // Events by id: those stored already, then those of this call as they are planned.
   const byId = await storedEvents(runner, schema, valid.flatMap((event) => (event.id === undefined ? [] : [event.id])));
@@ -101,17 +106,32 @@ export async function publish(
   }
   if (fresh.length === 0) return result;
 
-  const inserted = new Set((await rowsOf<{ id: string }>(runner, `INSERT INTO ${schema}.events (id, tenant_id, type, payload, created_at, endpoint_id, ordering_key)
+  // Guarded by the catalog version the payloads were checked against: when the catalog has changed
+  // since (through any node), nothing is inserted; reload it, check again, and retry.
+  let inserted: Set<string> | undefined;
+  while (inserted === undefined) {
+    const [written] = await rowsOf<{ catalog_version: string | number; ids: string[] }>(runner, `WITH written AS (
+    INSERT INTO ${schema}.events (id, tenant_id, type, payload, created_at, endpoint_id, ordering_key)
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[])
-    ON CONFLICT (id) DO NOTHING RETURNING id`, [
-    fresh.map((e) => e.id),
-    fresh.map((e) => e.tenantId),
-    fresh.map((e) => e.type),
-    fresh.map((e) => e.payload),
-    fresh.map((e) => e.createdAt),
-    fresh.map((e) => e.endpointId),
-    fresh.map((e) => e.orderingKey),
-  ])).map((row) => row.id));
+    WHERE ${catalogVersionSql(schema)} = $8
+    ON CONFLICT (id) DO NOTHING RETURNING id)
+    SELECT ${catalogVersionSql(schema)} AS catalog_version, ARRAY(SELECT id FROM written) AS ids`, [
+      fresh.map((e) => e.id),
+      fresh.map((e) => e.tenantId),
+      fresh.map((e) => e.type),
+      fresh.map((e) => e.payload),
+      fresh.map((e) => e.createdAt),
+      fresh.map((e) => e.endpointId),
+      fresh.map((e) => e.orderingKey),
+      catalog.version,
+    ]);
+    if (Number(written?.catalog_version) === catalog.version) {
+      inserted = new Set(written?.ids);
+    } else {
+      catalog = await reloadPostgresCatalog(runner, schema, rows);
+      catalog.check(valid);
+    }
+  }
   // Another connection stored one of these ids between the read and the insert: what it stored
   // stands, as an earlier publish of the same id would.
   const raced = fresh.filter((e) => !inserted.has(e.id)).map((e) => e.id);

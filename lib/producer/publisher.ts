@@ -8,6 +8,7 @@ import type { Clock } from '../clock.ts';
 import { NotFoundError, ValidationError } from '../errors.ts';
 import { deliveryIdFor } from '../ids.ts';
 import type { OutboxEvent } from '../model.ts';
+import { StoreCatalog } from '../event-types/store-catalog.ts';
 import type { Store } from '../store/port.ts';
 import { outboxEventOf, validateEventInputs } from './validate-event.ts';
 
@@ -22,6 +23,8 @@ export class Publisher {
   readonly #clock: Clock;
   readonly #maxPayloadBytes: number;
   readonly #published: () => void;
+  /** The event-type catalog payloads are checked against, current as of each call. */
+  readonly #catalog: StoreCatalog;
 
   constructor(deps: {
     readonly store: Store;
@@ -35,11 +38,13 @@ export class Publisher {
     this.#clock = deps.clock;
     this.#maxPayloadBytes = deps.maxPayloadBytes;
     this.#published = deps.published;
+    this.#catalog = new StoreCatalog(deps.store);
   }
 
   /**
    * An event or a list of 1 to 1000.
-   * @throws ValidationError naming the field (`[3].tenantId` in a list); NotFoundError for an
+   * @throws ValidationError naming the field (`[3].tenantId` in a list; `payload/<JSON pointer>` for a
+   *   payload its type's schema refuses); NotFoundError for an
    *   unknown tenant, or an `endpointId` that is not the tenant's.
    */
   async publish(input: unknown): Promise<OutboxEvent[]> {
@@ -50,6 +55,7 @@ export class Publisher {
     const events: OutboxEvent[] = [];
     const fresh: OutboxEvent[] = [];
     const validated = validateEventInputs(input, { maxPayloadBytes: this.#maxPayloadBytes });
+    (await this.#catalog.current()).check(validated);
     for (const [i, valid] of validated.entries()) {
       if (valid.id !== undefined) {
         const existing = await this.#store.getEvent(valid.id);

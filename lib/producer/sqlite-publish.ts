@@ -14,6 +14,7 @@ import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { newEventId } from '../ids.ts';
 import type { OutboxEvent } from '../model.ts';
+import { currentSqliteCatalog } from '../event-types/sqlite-catalog.ts';
 import { eventFromRow, type EventRow } from '../store/sql-rows.ts';
 import { ensureSchema } from '../store/sqlite/schema.ts';
 import { validateEventInputs } from './validate-event.ts';
@@ -68,7 +69,8 @@ const statements = new WeakMap<BetterSqlite3.Database, Statements>();
  * the stored event is returned and nothing is written.
  *
  * @returns the events as stored, in input order.
- * @throws ValidationError `HERALD_INVALID_INPUT` for a malformed input (field and rule named).
+ * @throws ValidationError `HERALD_INVALID_INPUT` for a malformed input (field and rule named), or a payload
+ *   that does not match its type's schema in the catalog (`payload/<JSON pointer>`, lib/event-types/).
  * @throws PayloadTooLargeError `HERALD_PAYLOAD_TOO_LARGE` for an oversized payload.
  * @throws NotFoundError `HERALD_NOT_FOUND` when the tenant has no endpoint, or
  *   `endpointId` names no endpoint of that tenant.
@@ -93,7 +95,11 @@ export function publish(
     statements.set(db, s);
   }
   const prepared = s;
-  const write = db.transaction(() => valid.map((event) => publishOne(prepared, event, clock)));
+  const write = db.transaction(() => {
+    // Payloads against their types' schemas, as the catalog stands in this transaction.
+    currentSqliteCatalog(db).check(valid);
+    return valid.map((event) => publishOne(prepared, event, clock));
+  });
   // In the caller's transaction, join it. Alone, take the write lock first (IMMEDIATE): a
   // deferred transaction reads, then fails at once with SQLITE_BUSY ("database is locked",
   // no busy wait) if another process committed between its read and its write.

@@ -37,6 +37,7 @@
 import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from './failure-groups.ts';
 import type { OperatorTriageState, TriageOutcome } from './triage.ts';
 import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from './delivery-minutes.ts';
+import type { EventTypeStore } from './event-type-port.ts';
 import type { Attempt, DeadLetter, Delivery, DeliveryJob, DeliveryStatus, Endpoint, OutboxEvent, ReplayJobRecord, ReplayJobState, TenantToken, TriageState } from '../model.ts';
 
 /** A lease on one slot, held by `owner` until `until`. */
@@ -326,7 +327,8 @@ export interface PurgeResult {
   readonly replayJobs: number;
 }
 
-export interface Store {
+/** The event-type catalog's part of the port is declared in `event-type-port.ts`. */
+export interface Store extends EventTypeStore {
   /** Creates the schema if needed; returns the data's fixed slot count (set at first start to `slotCount`). */
   init(options: { readonly slotCount: number }): Promise<{ readonly slotCount: number }>;
   /** Closes connections and stops the work signal. */

@@ -4,7 +4,7 @@ import { ErrorCode, isHeraldError } from '../../lib/errors.ts';
 import { migratePostgresSchema, POSTGRES_MIGRATIONS, POSTGRES_SCHEMA_VERSION } from '../../lib/store/postgres/schema.ts';
 import { createTestDatabase } from '../../test-kit/postgres-server.ts';
 
-const TABLES = ['attempts', 'dead_letters', 'deliveries', 'delivery_minutes', 'endpoint_change_counter', 'endpoint_changes', 'endpoint_sequences', 'endpoints', 'events', 'leases', 'meta', 'nodes', 'replay_jobs', 'tenant_tokens'];
+const TABLES = ['attempts', 'dead_letters', 'deliveries', 'delivery_minutes', 'endpoint_change_counter', 'endpoint_changes', 'endpoint_sequences', 'endpoints', 'event_type_catalog', 'event_types', 'events', 'leases', 'meta', 'nodes', 'replay_jobs', 'tenant_tokens'];
 
 describe('PostgreSQL schema (a real server)', function () {
   // The first test of a run starts the server (initdb and start: a few seconds; bounded at 60 s).

@@ -12,6 +12,7 @@ import type {
   EndpointDoc,
   EndpointSequenceDoc,
   EventDoc,
+  EventTypeDoc,
   LeaseDoc,
   MetaDoc,
   NodeDoc,
@@ -38,6 +39,7 @@ export interface StoreDb {
   readonly endpointSequences: Collection<EndpointSequenceDoc>;
   readonly replayJobs: Collection<ReplayJobDoc>;
   readonly endpointChanges: Collection<EndpointChangeDoc>;
+  readonly eventTypes: Collection<EventTypeDoc>;
   readonly transaction: InTransaction;
   /** This store's mark on the events and deliveries it inserts: its change feed does not signal them back. */
   readonly origin: string;

@@ -24,6 +24,7 @@ import type {
   EndpointDoc,
   EndpointSequenceDoc,
   EventDoc,
+  EventTypeDoc,
   LeaseDoc,
   MetaDoc,
   NodeDoc,
@@ -197,6 +198,7 @@ function openState(client: MongoClient, db: Db, support: ServerSupport, origin: 
     endpointSequences: db.collection<EndpointSequenceDoc>(Collections.ENDPOINT_SEQUENCES),
     replayJobs: db.collection<ReplayJobDoc>(Collections.REPLAY_JOBS),
     endpointChanges: db.collection<EndpointChangeDoc>(Collections.ENDPOINT_CHANGES),
+    eventTypes: db.collection<EventTypeDoc>(Collections.EVENT_TYPES),
     transaction: (fn) => runTransaction(client, fn),
   };
 }

@@ -82,6 +82,7 @@ import { clampLimit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from '../list-limit.ts
 import { purge, purgeDeliveryMinutes } from './retention.ts';
 import { addDeliveryMinutes, deliveryMinutes, deliveryTotals } from './delivery-minutes.ts';
 import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../delivery-minutes.ts';
+import type { EventType, EventTypeCatalog, EventTypePatch } from '../event-type-port.ts';
 import type { ServerSupport } from './server-check.ts';
 import { checkSlotCount } from '../slot-count.ts';
 import {
@@ -95,6 +96,7 @@ import {
   saveReplayJobProgress,
 } from './replay-jobs.ts';
 import { createTenantToken, deleteTenantToken, getTenantToken, listTenantTokens } from './tenant-tokens.ts';
+import { createEventType, deleteEventType, getEventType, listEventTypes, readCatalog, readCatalogVersion, updateEventType } from './event-types.ts';
 import { settle } from './settle.ts';
 import { MongoWorkSignal } from './work-signal.ts';
 import type { MongoWorkSignalOptions } from './work-signal-options.ts';
@@ -509,6 +511,36 @@ export class MongoStore implements Store {
 
   async deleteTenantToken(tenantId: string, id: string): Promise<boolean> {
     return this.#run('deleteTenantToken', (state) => deleteTenantToken(state, tenantId, id));
+  }
+
+  // Event types (lib/store/event-type-port.ts): each write bumps the catalog version in its transaction
+
+  async createEventType(type: EventType): Promise<void> {
+    return this.#run('createEventType', (state) => createEventType(state, type));
+  }
+
+  async getEventType(name: string): Promise<EventType | undefined> {
+    return this.#run('getEventType', (state) => getEventType(state, name));
+  }
+
+  async listEventTypes(): Promise<EventType[]> {
+    return this.#run('listEventTypes', (state) => listEventTypes(state));
+  }
+
+  async updateEventType(name: string, patch: EventTypePatch, now: number): Promise<EventType | undefined> {
+    return this.#run('updateEventType', (state) => updateEventType(state, name, patch, now));
+  }
+
+  async deleteEventType(name: string): Promise<boolean> {
+    return this.#run('deleteEventType', (state) => deleteEventType(state, name));
+  }
+
+  async eventTypeCatalogVersion(): Promise<number> {
+    return this.#run('eventTypeCatalogVersion', (state) => readCatalogVersion(state));
+  }
+
+  async eventTypeCatalog(): Promise<EventTypeCatalog> {
+    return this.#run('eventTypeCatalog', (state) => readCatalog(state));
   }
 
   // Delivery minutes

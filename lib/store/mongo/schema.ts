@@ -30,9 +30,11 @@ import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
  * endpoint change log, the `endpoint_changes` collection numbered by the `meta` counter
  * `endpoint_change_counter` (created like every collection: no document to change); 13: a node's
  * `inFlight` and `clockOffsetMs`, written by its heartbeats (a document written before has neither
- * and reads 0 until its node's next heartbeat: no document to change).
+ * and reads 0 until its node's next heartbeat: no document to change); 14: the event-type catalog, the
+ * `event_types` collection and its `meta` version `event_types_version` (created like every
+ * collection, the version read as 0 until the first catalog write: no document to change).
  */
-export const SCHEMA_VERSION = 13;
+export const SCHEMA_VERSION = 14;
 
 export const Collections = {
   META: 'meta',
@@ -48,6 +50,7 @@ export const Collections = {
   ENDPOINT_SEQUENCES: 'endpoint_sequences',
   REPLAY_JOBS: 'replay_jobs',
   ENDPOINT_CHANGES: 'endpoint_changes',
+  EVENT_TYPES: 'event_types',
 } as const;
 export type CollectionName = (typeof Collections)[keyof typeof Collections];
 
@@ -60,6 +63,8 @@ export const MetaKeys = {
   ENDPOINT_CHANGE_COUNTER: 'endpoint_change_counter',
   /** The cluster's slot weights (`weights`, `by`, `at`): written by one node, read by every node at each heartbeat. */
   SLOT_WEIGHTS: 'slot_weights',
+  /** The event-type catalog's version (`value`), bumped in the transaction of every catalog write. */
+  EVENT_TYPES_VERSION: 'event_types_version',
 } as const;
 
 /** The delivery statuses after which nothing more happens to a delivery (until a replay). */
@@ -276,6 +281,20 @@ export interface TenantTokenDoc {
   expiresAt: number | null;
 }
 
+/**
+ * An event type (lib/store/event-type-port.ts): `_id` is its name. Each version's schema is kept as
+ * JSON text: a schema's keys (`$ref`, `$defs`, property names with dots) are not all field names MongoDB takes.
+ */
+export interface EventTypeDoc {
+  _id: string;
+  description: string;
+  versions: Array<{ version: number; schema: string | null; createdAt: number }>;
+  deprecatedAt: number | null;
+  deprecationNote: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
 /** A paced replay job (lib/dead-letters/replay-jobs.ts): `_id` is the job's id. */
 /** One change of an endpoint, numbered cluster-wide (`lib/store/port.ts`, `EndpointChange`). */
 export interface EndpointChangeDoc {
@@ -418,6 +437,8 @@ export function indexSpecs(retentionSeconds: number | null): Readonly<Record<Col
     ],
     // Read by _id (the number) from a node's cursor on; the retention delete by time.
     [Collections.ENDPOINT_CHANGES]: [{ key: { changedAt: 1 }, name: 'endpoint_changes_changed' }],
+    // Read by _id (the name), listed in _id order.
+    [Collections.EVENT_TYPES]: [],
   };
 }
 

@@ -64,6 +64,7 @@ import { clampLimit, MAX_LIST_LIMIT } from '../list-limit.ts';
 import { PURGE_CHUNK } from './retention.ts';
 import { queriesFor, type PostgresQueries } from './queries.ts';
 import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../delivery-minutes.ts';
+import type { EventType, EventTypeCatalog, EventTypePatch } from '../event-type-port.ts';
 import { DEFAULT_POSTGRES_SCHEMA, validSchemaName } from './schema.ts';
 import type { Sql } from './sql.ts';
 import { PostgresWorkSignal, type WorkSignalRestart } from './work-signal.ts';
@@ -486,6 +487,36 @@ export class PostgresStore implements Store {
 
   async deleteTenantToken(tenantId: string, id: string): Promise<boolean> {
     return this.#run('deleteTenantToken', (sql) => this.#queries.tenantTokens.delete(sql, tenantId, id));
+  }
+
+  // Event types (lib/store/event-type-port.ts): each write bumps the catalog version with it
+
+  async createEventType(type: EventType): Promise<void> {
+    return this.#run('createEventType', (sql) => this.#queries.eventTypes.create(sql, type));
+  }
+
+  async getEventType(name: string): Promise<EventType | undefined> {
+    return this.#run('getEventType', (sql) => this.#queries.eventTypes.get(sql, name));
+  }
+
+  async listEventTypes(): Promise<EventType[]> {
+    return this.#run('listEventTypes', (sql) => this.#queries.eventTypes.list(sql));
+  }
+
+  async updateEventType(name: string, patch: EventTypePatch, now: number): Promise<EventType | undefined> {
+    return this.#transaction('updateEventType', (tx) => this.#queries.eventTypes.update(tx, name, patch, now));
+  }
+
+  async deleteEventType(name: string): Promise<boolean> {
+    return this.#run('deleteEventType', (sql) => this.#queries.eventTypes.delete(sql, name));
+  }
+
+  async eventTypeCatalogVersion(): Promise<number> {
+    return this.#run('eventTypeCatalogVersion', (sql) => this.#queries.eventTypes.version(sql));
+  }
+
+  async eventTypeCatalog(): Promise<EventTypeCatalog> {
+    return this.#run('eventTypeCatalog', (sql) => this.#queries.eventTypes.catalog(sql));
   }
 
   // Delivery minutes

@@ -8,6 +8,7 @@ import { DeliveryLogQueries } from './delivery-log.ts';
 import { DeliveryMinuteQueries } from './delivery-minutes.ts';
 import { EndpointChangeQueries } from './endpoint-changes.ts';
 import { EndpointQueries } from './endpoints.ts';
+import { EventTypeQueries } from './event-types.ts';
 import { FailureGroupQueries } from './failure-groups.ts';
 import { FanOutQueries } from './fan-out.ts';
 import { LeaseQueries } from './leases.ts';
@@ -28,6 +29,7 @@ export interface PostgresQueries {
   readonly failures: FailureGroupQueries;
   readonly retention: RetentionQueries;
   readonly tenantTokens: TenantTokenQueries;
+  readonly eventTypes: EventTypeQueries;
   readonly replayJobs: ReplayJobQueries;
   readonly minutes: DeliveryMinuteQueries;
 }
@@ -46,6 +48,7 @@ export function queriesFor(schema: string): PostgresQueries {
     failures: new FailureGroupQueries(schema),
     retention: new RetentionQueries(schema),
     tenantTokens: new TenantTokenQueries(schema),
+    eventTypes: new EventTypeQueries(schema),
     replayJobs: new ReplayJobQueries(schema),
     minutes: new DeliveryMinuteQueries(schema),
   };

@@ -406,6 +406,28 @@ ALTER TABLE ${s}.deliveries ADD COLUMN IF NOT EXISTS first_started_at bigint, AD
 `,
   },
   {
+    version: 18,
+    what: 'the event-type catalog: types, their JSON Schemas by version, and the catalog version producers check',
+    // versions: [{version, schema, createdAt}], oldest first. The one-row catalog version goes up with
+    // every catalog write; a producer's insert is guarded by the version it checked against.
+    sql: (s) => `
+CREATE TABLE IF NOT EXISTS ${s}.event_types (
+  name             text COLLATE "C" PRIMARY KEY,
+  description      text NOT NULL,
+  versions         jsonb NOT NULL,
+  deprecated_at    bigint,
+  deprecation_note text,
+  created_at       bigint NOT NULL,
+  updated_at       bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ${s}.event_type_catalog (
+  only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+  version  bigint NOT NULL
+);
+INSERT INTO ${s}.event_type_catalog (only_row, version) VALUES (true, 0) ON CONFLICT DO NOTHING;
+`,
+  },
+  {
     version: 20,
     what: "an endpoint's custom headers and authentication",
     // [{"name", "value", "secret"}] and {"type", …}, secret parts sealed; NULL: none, as every

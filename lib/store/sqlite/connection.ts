@@ -24,6 +24,7 @@ import { DeliveryLogStatements } from './delivery-log.ts';
 import { DeliveryMinuteStatements } from './delivery-minutes.ts';
 import { EndpointChangeStatements } from './endpoint-changes.ts';
 import { EndpointStatements } from './endpoints.ts';
+import { EventTypeStatements } from './event-types.ts';
 import { FailureGroupStatements } from './failure-groups.ts';
 import { FanOutStatements } from './fan-out.ts';
 import { LeaseStatements } from './leases.ts';
@@ -61,6 +62,7 @@ export interface OpenState {
   readonly failures: FailureGroupStatements;
   readonly retention: RetentionStatements;
   readonly tenantTokens: TenantTokenStatements;
+  readonly eventTypes: EventTypeStatements;
   readonly replayJobs: ReplayJobStatements;
   readonly minutes: DeliveryMinuteStatements;
   /** Runs a function in a savepoint of the open transaction (a commit group's member). */
@@ -243,6 +245,7 @@ function prepareConnection(db: BetterSqlite3.Database): OpenState {
     failures: new FailureGroupStatements(db, dynamic),
     retention: new RetentionStatements(db),
     tenantTokens: new TenantTokenStatements(db),
+    eventTypes: new EventTypeStatements(db),
     replayJobs: new ReplayJobStatements(db),
     minutes: new DeliveryMinuteStatements(db),
     inSavepoint: db.transaction((run: () => unknown) => run()),

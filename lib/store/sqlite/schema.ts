@@ -239,6 +239,24 @@ ALTER TABLE deliveries ADD COLUMN first_error TEXT;
 `,
   },
   {
+    version: 16,
+    what: 'the event-type catalog: types, their JSON Schemas by version, and the catalog version producers check',
+    // versions: JSON [{version, schema, createdAt}], oldest first. The catalog version (a meta row)
+    // goes up in the transaction of every catalog write; producers read it on every publish.
+    sql: `
+CREATE TABLE IF NOT EXISTS event_types (
+  name             TEXT PRIMARY KEY,
+  description      TEXT NOT NULL,
+  versions         TEXT NOT NULL,
+  deprecated_at    INTEGER,
+  deprecation_note TEXT,
+  created_at       INTEGER NOT NULL,
+  updated_at       INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO meta (key, value) VALUES ('event_types_version', '0');
+`,
+  },
+  {
     version: 18,
     what: "an endpoint's custom headers and authentication",
     // JSON text: [{"name", "value", "secret"}] and {"type", …}, secret parts sealed; NULL: none, as
@@ -377,7 +395,8 @@ CREATE TABLE IF NOT EXISTS leases (
 );
 `;
 
-const TABLES = ['meta', 'endpoints', 'events', 'deliveries', 'attempts', 'dead_letters', 'leases', 'nodes'] as const;
+// event_types: a producer publishing inside its own transaction on a file of an older layout migrates it there.
+const TABLES = ['meta', 'endpoints', 'events', 'deliveries', 'attempts', 'dead_letters', 'leases', 'nodes', 'event_types'] as const;
 
 /** Connections whose file is known to hold the committed schema: checking costs a transaction, so do it once. */
 const ready = new WeakSet<BetterSqlite3.Database>();

@@ -49,6 +49,7 @@ import type {
 import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../failure-groups.ts';
 import type { TriageOutcome } from '../triage.ts';
 import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../delivery-minutes.ts';
+import type { EventType, EventTypeCatalog, EventTypePatch } from '../event-type-port.ts';
 import type { SqliteStoreOptions } from './sqlite-store.ts';
 import { rebuildError, type StoreThreadMethod, type StoreThreadReply, type StoreThreadRequest } from './store-thread-messages.ts';
 
@@ -289,6 +290,27 @@ export class SqliteStoreThread implements Store {
   }
   deleteTenantToken(tenantId: string, id: string): Promise<boolean> {
     return this.#call('deleteTenantToken', [tenantId, id]);
+  }
+  createEventType(type: EventType): Promise<void> {
+    return this.#call('createEventType', [type]);
+  }
+  getEventType(name: string): Promise<EventType | undefined> {
+    return this.#call('getEventType', [name]);
+  }
+  listEventTypes(): Promise<EventType[]> {
+    return this.#call('listEventTypes', []);
+  }
+  updateEventType(name: string, patch: EventTypePatch, now: number): Promise<EventType | undefined> {
+    return this.#call('updateEventType', [name, patch, now]);
+  }
+  deleteEventType(name: string): Promise<boolean> {
+    return this.#call('deleteEventType', [name]);
+  }
+  eventTypeCatalogVersion(): Promise<number> {
+    return this.#call('eventTypeCatalogVersion', []);
+  }
+  eventTypeCatalog(): Promise<EventTypeCatalog> {
+    return this.#call('eventTypeCatalog', []);
   }
   addDeliveryMinutes(increments: readonly DeliveryMinuteIncrement[]): Promise<void> {
     return this.#call('addDeliveryMinutes', [increments]);

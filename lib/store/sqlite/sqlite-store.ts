@@ -54,6 +54,7 @@ import type {
 import type { FailureGroup, FailureGroupFilter, FailureGroupKey, FailureGroupReplay } from '../failure-groups.ts';
 import type { TriageOutcome } from '../triage.ts';
 import type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals } from '../delivery-minutes.ts';
+import type { EventType, EventTypeCatalog, EventTypePatch } from '../event-type-port.ts';
 import { purgeInChunks, purgeInOrder } from '../chunked-purge.ts';
 import { replayFailureGroupInChunks, replayInChunks, type ReplaySelection } from '../chunked-replay.ts';
 import { checkSlotCount } from '../slot-count.ts';
@@ -494,6 +495,36 @@ export class SqliteStore implements Store {
 
   async deleteTenantToken(tenantId: string, id: string): Promise<boolean> {
     return this.#run('deleteTenantToken', ({ tenantTokens }) => tenantTokens.delete(tenantId, id));
+  }
+
+  // Event types (lib/store/event-type-port.ts): each write bumps the catalog version in its transaction
+
+  async createEventType(type: EventType): Promise<void> {
+    return this.#run('createEventType', ({ eventTypes }) => eventTypes.create(type));
+  }
+
+  async getEventType(name: string): Promise<EventType | undefined> {
+    return this.#run('getEventType', ({ eventTypes }) => eventTypes.get(name), 'read');
+  }
+
+  async listEventTypes(): Promise<EventType[]> {
+    return this.#run('listEventTypes', ({ eventTypes }) => eventTypes.list(), 'read');
+  }
+
+  async updateEventType(name: string, patch: EventTypePatch, now: number): Promise<EventType | undefined> {
+    return this.#run('updateEventType', ({ eventTypes }) => eventTypes.update(name, patch, now));
+  }
+
+  async deleteEventType(name: string): Promise<boolean> {
+    return this.#run('deleteEventType', ({ eventTypes }) => eventTypes.delete(name));
+  }
+
+  async eventTypeCatalogVersion(): Promise<number> {
+    return this.#run('eventTypeCatalogVersion', ({ eventTypes }) => eventTypes.version(), 'read');
+  }
+
+  async eventTypeCatalog(): Promise<EventTypeCatalog> {
+    return this.#run('eventTypeCatalog', ({ eventTypes }) => eventTypes.catalog(), 'read');
   }
 
   // Delivery minutes

@@ -16,6 +16,7 @@ import { describeDeadLettersAndReplay, describeReplayJobs } from './dead-letters
 import { describeDeliveryLog } from './delivery-log.ts';
 import { describeDeliveryMinutes } from './delivery-minutes.ts';
 import { describeEndpointChanges, describeEndpoints, describeResumeDeliveries } from './endpoints.ts';
+import { describeEventTypes } from './event-types.ts';
 import { describeFailureGroups } from './failure-groups.ts';
 import { describeFifoEndpoints } from './fifo-endpoints.ts';
 import { ConformanceSuite, type StoreHarness } from './fixtures.ts';
@@ -77,6 +78,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
     describeFailureGroups(suite);
     describeDeliveryLog(suite);
     describeTenantTokens(suite);
+    describeEventTypes(suite);
     describeDeliveryMinutes(suite);
     describePurge(suite);
   });

@@ -17,7 +17,7 @@ export interface Call {
 
 type Handler = (...args: any[]) => unknown;
 
-const NAMES = ['meta', 'endpoints', 'events', 'deliveries', 'attempts', 'deadLetters', 'leases', 'nodes', 'endpointSequences', 'endpointChanges', 'deliveryMinutes'] as const;
+const NAMES = ['meta', 'endpoints', 'events', 'deliveries', 'attempts', 'deadLetters', 'leases', 'nodes', 'endpointSequences', 'endpointChanges', 'deliveryMinutes', 'eventTypes'] as const;
 export type CollectionKey = (typeof NAMES)[number];
 
 export class FakeCollection {
@@ -77,6 +77,10 @@ export class FakeCollection {
 
   async updateOne(filter: unknown, update: unknown, options?: unknown) {
     return this.#call('updateOne', [filter, update, options], () => ({ matchedCount: 1, modifiedCount: 1 }));
+  }
+
+  async replaceOne(filter: unknown, doc: unknown, options?: unknown) {
+    return this.#call('replaceOne', [filter, doc, options], () => ({ matchedCount: 1, modifiedCount: 1 }));
   }
 
   async insertOne(doc: unknown, options?: unknown) {

@@ -66,8 +66,9 @@ describe('MongoDB schema', () => {
     expect(await migrateDeadLetterTriage(db), 'run again: nothing left').to.equal(0);
   });
 
-  it('is at version 13: dead letters carry their triage (2), failures their kind (3), tenant tokens (4) and delivery minutes (5) have a collection, waiting events an index by tenant (7), endpoint sequences a collection and deliveries an index by sequence (8), replay jobs a collection (10), FIFO lines an index (11), the endpoint change log a collection (12), nodes their requests in flight and clock offset (13)', () => {
-    expect(SCHEMA_VERSION).to.equal(13);
+  it('is at version 14: dead letters carry their triage (2), failures their kind (3), tenant tokens (4) and delivery minutes (5) have a collection, waiting events an index by tenant (7), endpoint sequences a collection and deliveries an index by sequence (8), replay jobs a collection (10), FIFO lines an index (11), the endpoint change log a collection (12), nodes their requests in flight and clock offset (13), the event-type catalog a collection (14)', () => {
+    expect(SCHEMA_VERSION).to.equal(14);
+    expect(indexSpecs(null)[Collections.EVENT_TYPES]).to.deep.equal([]);
     expect(indexSpecs(null)[Collections.ENDPOINT_CHANGES]).to.deep.equal([{ key: { changedAt: 1 }, name: 'endpoint_changes_changed' }]);
   });
 
