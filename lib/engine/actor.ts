@@ -85,7 +85,8 @@ export interface ActorDeps {
   readonly emit: EmitEngineEvent;
   /** The request headers for this job: the `webhook-*` ones, signed with the endpoint's active secrets, and `idempotency-key`. */
   sign(job: DeliveryJob, endpoint: Endpoint, timestampSec: number): Promise<Record<string, string>>;
-  send(request: { url: string; headers: Record<string, string>; body: string; timeoutMs: number }): Promise<SendResult>;
+  /** Sends one attempt of `job` (traced: lib/tracing/attempt-span.ts). */
+  send(request: { url: string; headers: Record<string, string>; body: string; timeoutMs: number }, job: DeliveryJob): Promise<SendResult>;
   /** Writes the settlement of one of `actor`'s deliveries; false when it was fenced (the lease moved on). */
   settle(settlement: Settlement, actor: { readonly queued: number; readonly endpoint: Endpoint }): Promise<boolean>;
   /** A wake-up came due: there is work to claim. */
@@ -332,7 +333,7 @@ export class EndpointActor implements BreakerListener, WakeListener {
     const generation = this.#adaptive?.generation ?? 0;
     try {
       const send = async (): Promise<Outcome> => {
-        sent = await this.#deps.send({ url: endpoint.url, headers, body: job.event.payload, timeoutMs: endpoint.timeoutMs });
+        sent = await this.#deps.send({ url: endpoint.url, headers, body: job.event.payload, timeoutMs: endpoint.timeoutMs }, job);
         return sent.outcome;
       };
       const outcome = await this.#breaker.run(permit, send);

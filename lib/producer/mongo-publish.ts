@@ -21,11 +21,12 @@ import type { ClientSession, Db } from 'mongodb';
 import { systemClock } from '../clock.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
-import type { OutboxEvent } from '../model.ts';
+import type { OutboxEvent, TraceContext } from '../model.ts';
 import { eventFromDoc, eventToDoc } from '../store/mongo/documents.ts';
 import { loadMongoDriver } from '../store/mongo/driver.ts';
 import { Collections } from '../store/mongo/schema.ts';
 import type { EndpointDoc, EventDoc } from '../store/mongo/schema.ts';
+import { PublishPath, tracePublish } from '../tracing/publish-span.ts';
 import { outboxEventOf, validateEventInputs } from './validate-event.ts';
 import type { EventInput, ValidEventInput } from './validate-event.ts';
 
@@ -98,13 +99,15 @@ export async function publish(
   await loadMongoDriver({ key: 'publishMongo', value: 'a MongoDB outbox' });
   // The values are the driver's own: Herald's interfaces above only say what is used of them.
   const driverSession = session as unknown as ClientSession;
-  const write = async (): Promise<OutboxEvent[]> => {
-    const stored: OutboxEvent[] = [];
-    for (const event of valid) stored.push(await publishOne(db, driverSession, event, clock));
-    return stored;
-  };
-  if (session.inTransaction()) return write();
-  return session.withTransaction(write, TRANSACTION);
+  return tracePublish(PublishPath.MONGODB, (trace) => {
+    const write = async (): Promise<OutboxEvent[]> => {
+      const stored: OutboxEvent[] = [];
+      for (const event of valid) stored.push(await publishOne(db, driverSession, event, clock, trace));
+      return stored;
+    };
+    if (session.inTransaction()) return write();
+    return session.withTransaction(write, TRANSACTION);
+  });
 }
 
 const TRANSACTION = Object.freeze<MongoTransactionOptions>({
@@ -113,7 +116,7 @@ const TRANSACTION = Object.freeze<MongoTransactionOptions>({
   readPreference: 'primary',
 });
 
-async function publishOne(db: Db, session: ClientSession, input: ValidEventInput, clock: Clock): Promise<OutboxEvent> {
+async function publishOne(db: Db, session: ClientSession, input: ValidEventInput, clock: Clock, trace: TraceContext | null): Promise<OutboxEvent> {
   const events = db.collection<EventDoc>(Collections.EVENTS);
   const endpoints = db.collection<EndpointDoc>(Collections.ENDPOINTS);
   if (input.id !== undefined) {
@@ -132,7 +135,7 @@ async function publishOne(db: Db, session: ClientSession, input: ValidEventInput
     const target = await endpoints.findOne({ _id: input.endpointId }, { session, projection: { tenantId: 1 } });
     if (target?.tenantId !== input.tenantId) throw new NotFoundError('endpoint', input.endpointId, 'endpointId');
   }
-  const event = outboxEventOf(input, clock.now());
+  const event = outboxEventOf(input, clock.now(), trace);
   await events.insertOne(eventToDoc(event), { session });
   return event;
 }

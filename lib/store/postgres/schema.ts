@@ -405,6 +405,15 @@ ALTER TABLE ${s}.deliveries ADD COLUMN IF NOT EXISTS first_started_at bigint, AD
   ADD COLUMN IF NOT EXISTS first_outcome jsonb, ADD COLUMN IF NOT EXISTS first_error text;
 `,
   },
+  {
+    version: 23,
+    what: "each event's producer trace context (W3C traceparent and tracestate), continued by its attempts",
+    // NULL: no trace (no OpenTelemetry SDK at the producer), and every event written before. No
+    // rewrite: a nullable column without a default is added in the catalog only.
+    sql: (s) => `
+ALTER TABLE ${s}.events ADD COLUMN IF NOT EXISTS trace_context jsonb;
+`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */
