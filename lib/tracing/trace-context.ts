@@ -64,7 +64,3 @@ export function traceIdOf(traceContext: TraceContext | null | undefined): string
   return parseTraceparent(traceContext.traceparent)?.traceId ?? null;
 }
 
-/** Whether a text is a `traceparent` Herald can continue (used to validate input). */
-export function isTraceparent(value: unknown): value is string {
-  return typeof value === 'string' && parseTraceparent(value) !== undefined;
-}
