@@ -11,7 +11,7 @@
  * With no SDK and no stored context the request goes out untouched: no header, no attribute built,
  * no URL parsed (one no-op span made and dropped).
  */
-import { context, isSpanContextValid, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { context, INVALID_SPAN_CONTEXT, isSpanContextValid, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
 import type { SendRequest, SendResult } from '../delivery/sender.ts';
 import type { DeliveryJob, Outcome } from '../model.ts';
 import { describeOutcome } from '../policy/classify.ts';
@@ -34,11 +34,12 @@ export function tracedSend(send: SendAttempt, enabled = true): SendJobAttempt {
   return (request, job) => sendInSpan(send, request, job);
 }
 
-async function sendInSpan(send: SendAttempt, request: SendRequest, job: DeliveryJob): Promise<SendResult> {
+/** Not `async` itself: the untraced paths hand back `send`'s own promise, with no extra turn. */
+function sendInSpan(send: SendAttempt, request: SendRequest, job: DeliveryJob): Promise<SendResult> {
   const parent = contextOfTrace(job.event.traceContext);
   const span = heraldTracer().startSpan(SpanName.ATTEMPT, { kind: SpanKind.CLIENT }, parent);
   const spanContext = span.spanContext();
-  if (!isSpanContextValid(spanContext)) {
+  if (spanContext === INVALID_SPAN_CONTEXT || !isSpanContextValid(spanContext)) {
     span.end();
     return send(request);
   }
@@ -53,10 +54,14 @@ async function sendInSpan(send: SendAttempt, request: SendRequest, job: Delivery
     span.end();
     return send(traced);
   }
+  return sendRecorded(span, parent, send, traced, job);
+}
+
+async function sendRecorded(span: Span, parent: Context, send: SendAttempt, request: SendRequest, job: DeliveryJob): Promise<SendResult> {
   setRequestAttributes(span, request.url, job);
   try {
     // Active while it runs: an HTTP client instrumentation's span nests under the attempt's.
-    const result = await context.with(trace.setSpan(parent, span), send, undefined, traced);
+    const result = await context.with(trace.setSpan(parent, span), send, undefined, request);
     setOutcomeAttributes(span, result.outcome);
     return result;
   } catch (error) {
