@@ -5,6 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import type { BrowserContext } from 'playwright-core';
+import { resolveConfig } from '../../lib/config/config.ts';
+import { ConfigError } from '../../lib/errors.ts';
 import { SpanAttribute, SpanName } from '../../lib/tracing/span-names.ts';
 import { launchChromiumOrSkip, type Chromium } from '../support/chromium.ts';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';
@@ -25,6 +27,11 @@ describe('Trace context in the admin API and the dashboard', function () {
     f = undefined;
     await sdk?.close();
     sdk = undefined;
+  });
+
+  it('refuses a tracing.enabled that is not true or false, naming the key', () => {
+    expect(() => resolveConfig({ tracing: { enabled: 'no' as never } })).to.throw(ConfigError, /tracing\.enabled/);
+    expect(resolveConfig({}).tracing.enabled).to.equal(true);
   });
 
   it('documents every span name and attribute in docs/OBSERVABILITY.md', () => {
