@@ -19,7 +19,7 @@ import type { SequencePage, SequencePageRequest } from './endpoints/sequence-pag
 import type { EngineEvents } from './engine/engine-events.ts';
 import type { EventTypeAdmin } from './event-types/event-type-admin.ts';
 import { newId } from './ids.ts';
-import type { Attempt, Delivery, OutboxEvent, ReplayJobFilter } from './model.ts';
+import type { Attempt, Delivery, OutboxEvent, ReplayJobFilter, TraceContext } from './model.ts';
 import { NodeParts } from './node-parts.ts';
 import type { SecretBox } from './signing/secret-box.ts';
 import { resolveSecretKeys, SecretKeyOrigin, type SecretKeys } from './signing/secret-key-source.ts';
@@ -254,8 +254,8 @@ export class Herald {
     return this.#parts.deliveryLog.get(id);
   }
 
-  /** One delivery and the payload it sends; `null` once the retention purge has deleted the event. */
-  async getDeliveryWithPayload(id: string): Promise<Delivery & { readonly payload: string | null }> {
+  /** One delivery, the payload it sends and its event's trace context; `null` once the retention purge has deleted the event. */
+  async getDeliveryWithPayload(id: string): Promise<Delivery & { readonly payload: string | null; readonly traceContext: TraceContext | null }> {
     return this.#parts.deliveryLog.getWithPayload(id);
   }
 

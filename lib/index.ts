@@ -36,7 +36,7 @@ export {
   isHeraldError,
   hasCode,
 } from './errors.ts';
-export type { OutboxEvent, Endpoint, Delivery, Attempt, Outcome, DeadLetter, DeliveryMode, RetrySpec, RetryFormula, RateLimit } from './model.ts';
+export type { OutboxEvent, Endpoint, Delivery, Attempt, Outcome, DeadLetter, DeliveryMode, RetrySpec, RetryFormula, RateLimit, TraceContext } from './model.ts';
 export { SignatureScheme, type SigningSecret } from './model.ts';
 export { DisabledReason, JitterKind, TriageState, type Triage } from './model.ts';
 export type { EndpointHeader, EndpointAuth } from './model.ts';

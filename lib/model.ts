@@ -17,6 +17,19 @@ export interface OutboxEvent {
    * `null` when it gave none. Events of one key go to a FIFO endpoint in order.
    */
   readonly orderingKey: string | null;
+  /**
+   * The producer's trace at publish (W3C Trace Context), continued by the attempt spans and sent
+   * to the consumer as `traceparent`; `null` (or absent) when there was none: no OpenTelemetry SDK
+   * registered. The stores read it back as `null` when none was stored.
+   */
+  readonly traceContext?: TraceContext | null;
+}
+
+/** A W3C Trace Context: the `traceparent` header's value, and `tracestate` when the trace has one. */
+export interface TraceContext {
+  /** `00-<32 hex trace id>-<16 hex span id>-<2 hex flags>`. */
+  readonly traceparent: string;
+  readonly tracestate?: string;
 }
 
 export const DeliveryMode = {

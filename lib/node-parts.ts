@@ -50,6 +50,7 @@ import { DeliveryLog } from './status/delivery-log.ts';
 import { DeliveryMinuteRecorder } from './status/minute-recorder.ts';
 import { NodeStatus } from './status/node-status.ts';
 import { TenantTokens } from './tenants/tenant-tokens.ts';
+import { tracedSend } from './tracing/attempt-span.ts';
 
 /** How much of a token endpoint's response the token sender keeps: room for a large JWT. */
 const TOKEN_RESPONSE_MAX_BYTES = 16 * 1_024;
@@ -219,7 +220,13 @@ export class NodeParts {
       engine,
     });
     this.secrets = new SecretAdmin({ store, clock, secretBox, rotationOverlapMs: config.signing.rotationOverlapMs, endpoints: this.endpoints, engine });
-    this.publisher = new Publisher({ store, clock, maxPayloadBytes: config.delivery.maxPayloadBytes, published: () => this.supervisor.published() });
+    this.publisher = new Publisher({
+      store,
+      clock,
+      maxPayloadBytes: config.delivery.maxPayloadBytes,
+      tracing: config.tracing.enabled,
+      published: () => this.supervisor.published(),
+    });
     this.deliveryLog = new DeliveryLog({ store, clock });
     this.deadLetters = new DeadLetterDesk({ store, clock, signal: () => this.supervisor.signal() });
     this.tenantTokens = new TenantTokens({ store, clock });
@@ -320,6 +327,7 @@ export class NodeParts {
         actorIdleMs: config.engine.actorIdleMs,
         mailboxBudget: config.delivery.maxInFlight * 4,
         endpointSyncIntervalMs: config.engine.endpointSyncIntervalMs,
+        tracing: config.tracing.enabled,
       },
       {
         store,
@@ -341,7 +349,7 @@ export class NodeParts {
             const signatures = await this.#signer.signRequest({ keys, id: job.event.id, timestampSec, body: job.event.payload, sequence });
             return requestHeaders(endpoint, deliveryHeaders(job.event.id, timestampSec, signatures, sequence), open);
           },
-          send,
+          send: tracedSend(send, config.tracing.enabled),
           listAttempts: (deliveryId) => store.listAttempts(deliveryId),
           disable: async (endpointId, disabledReason) => {
             await store.updateEndpoint(endpointId, { status: 'disabled', disabledReason }, clock.now());

@@ -199,8 +199,12 @@ document.addEventListener('click', async (ev) => {
       await api('/v1/endpoints/' + encodeURIComponent(t.dataset.enable) + '/enable', { method: 'POST' });
       say('Enabled ' + t.dataset.enable + '; its waiting deliveries go out now.'); refresh();
     } else if (t.dataset.attempts) {
-      const { data } = await api('/v1/deliveries/' + encodeURIComponent(t.dataset.attempts) + '/attempts');
-      $('attempts').innerHTML = '<h2>Attempts of <code>' + esc(t.dataset.attempts) + '</code></h2><table>' + head(['round', '#', 'started', 'duration', 'result']) +
+      const path = '/v1/deliveries/' + encodeURIComponent(t.dataset.attempts);
+      const [{ data }, delivery] = await Promise.all([api(path + '/attempts'), api(path)]);
+      // The trace id of its event (W3C traceparent 00-<trace id>-<span id>-<flags>), to look it up in the tracing backend.
+      const traceId = delivery.traceContext ? delivery.traceContext.traceparent.split('-')[1] : null;
+      $('attempts').innerHTML = '<h2>Attempts of <code>' + esc(t.dataset.attempts) + '</code></h2>' +
+        (traceId ? '<p>trace <code id="trace-id">' + esc(traceId) + '</code></p>' : '') + '<table>' + head(['round', '#', 'started', 'duration', 'result']) +
         data.map((a) => row([esc(a.round), esc(a.number), esc(when(a.startedAt)), esc(durationText(a.durationMs)),
           a.error ? '<span class="bad">' + esc(a.error) + '</span>' : '<span class="ok">HTTP ' + esc(a.outcome.status) + '</span>'])).join('') + '</table>';
     }

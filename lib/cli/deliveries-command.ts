@@ -65,6 +65,9 @@ export async function runDeliveries(args: readonly string[], io: CliIo): Promise
       const { data } = await client.get<{ data: Attempt[] }>(`/v1/deliveries/${encodeURIComponent(id)}/attempts`);
       if (values.json === true) writeJson(io, data);
       else {
+        // The trace of its event (W3C traceparent 00-<trace id>-…), to look it up in a tracing backend.
+        const { traceContext } = await client.get<{ traceContext: { traceparent: string } | null }>(`/v1/deliveries/${encodeURIComponent(id)}`);
+        if (traceContext) io.stdout.write(`trace ${traceContext.traceparent.split('-')[1] ?? ''}\n`);
         io.stdout.write(
           table(
             ['ROUND', '#', 'STARTED', 'DURATION', 'RESULT'],

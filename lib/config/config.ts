@@ -127,6 +127,14 @@ export interface HeraldConfig {
     /** How often the oldest unreviewed dead letter is looked at. @default 60000 */
     readonly checkIntervalMs: number;
   };
+  /** OpenTelemetry traces (docs/OBSERVABILITY.md, "Traces"): spans only when the application registered an SDK. */
+  readonly tracing: {
+    /**
+     * `false`: no spans, no trace context stored with the events published through Herald, no
+     * `traceparent` sent, even with an SDK registered. @default true
+     */
+    readonly enabled: boolean;
+  };
   /** The operator webhook: operational events POSTed, signed, to one URL (off while `webhookUrl` is null). */
   readonly operator: {
     readonly webhookUrl: string | null;
@@ -205,7 +213,7 @@ function rangeRule(key: string, { min, max }: Rule): string {
 }
 
 /** Keys that are true or false. */
-const BOOLEAN_KEYS: readonly string[] = ['engine.storeThread', 'delivery.disableOnGone', 'delivery.adaptiveConcurrency'];
+const BOOLEAN_KEYS: readonly string[] = ['engine.storeThread', 'delivery.disableOnGone', 'delivery.adaptiveConcurrency', 'tracing.enabled'];
 
 /** Reads `config/default.json`: every key with its default. */
 export function defaultConfig(): HeraldConfig {

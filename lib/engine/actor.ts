@@ -85,8 +85,8 @@ export interface ActorDeps {
   readonly emit: EmitEngineEvent;
   /** The request headers for this job: the `webhook-*` ones, signed with the endpoint's active secrets, and `idempotency-key` (and the endpoint's own). */
   sign(job: DeliveryJob, endpoint: Endpoint, timestampSec: number): Promise<Record<string, string>>;
-  /** Sends one attempt of `endpoint` (the version it was signed for). */
-  send(request: { url: string; headers: Record<string, string>; body: string; timeoutMs: number }, endpoint: Endpoint): Promise<SendResult>;
+  /** Sends one attempt of `job` to `endpoint` (the version it was signed for; traced: lib/tracing/attempt-span.ts). */
+  send(request: { url: string; headers: Record<string, string>; body: string; timeoutMs: number }, endpoint: Endpoint, job: DeliveryJob): Promise<SendResult>;
   /** Writes the settlement of one of `actor`'s deliveries; false when it was fenced (the lease moved on). */
   settle(settlement: Settlement, actor: { readonly queued: number; readonly endpoint: Endpoint }): Promise<boolean>;
   /** A wake-up came due: there is work to claim. */
@@ -333,7 +333,7 @@ export class EndpointActor implements BreakerListener, WakeListener {
     const generation = this.#adaptive?.generation ?? 0;
     try {
       const send = async (): Promise<Outcome> => {
-        sent = await this.#deps.send({ url: endpoint.url, headers, body: job.event.payload, timeoutMs: endpoint.timeoutMs }, endpoint);
+        sent = await this.#deps.send({ url: endpoint.url, headers, body: job.event.payload, timeoutMs: endpoint.timeoutMs }, endpoint, job);
         return sent.outcome;
       };
       const outcome = await this.#breaker.run(permit, send);

@@ -19,6 +19,7 @@
 import type { Clock } from '../clock.ts';
 import type { Endpoint, OutboxEvent } from '../model.ts';
 import type { FanOut, Store } from '../store/port.ts';
+import { traceFanOut } from '../tracing/fan-out-span.ts';
 import type { ActorRegistry, OpenClaim } from './actor-registry.ts';
 import type { ClaimStage } from './claim-stage.ts';
 import { planDeliveries } from './fanout.ts';
@@ -27,6 +28,8 @@ export interface FanOutStageOptions {
   readonly slotCount: number;
   /** What a new actor is given at once: the per-endpoint share of a claim. */
   readonly claimPerEndpoint: number;
+  /** A `herald fan-out` span per batch, when an OpenTelemetry SDK records it (`tracing.enabled`). @default true */
+  readonly tracing?: boolean;
 }
 
 export interface FanOutStageDeps {
@@ -125,6 +128,12 @@ export class FanOutStage {
    * answers how many were written pending.
    */
   async #fanOutEvents(events: readonly OutboxEvent[], room: number): Promise<number> {
+    const { written, claimed } = await traceFanOut(events, () => this.#fanOutBatch(events, room), this.#options.tracing);
+    return written - claimed;
+  }
+
+  /** Writes these events' deliveries, claiming up to `room` of them; answers how many it wrote and claimed. */
+  async #fanOutBatch(events: readonly OutboxEvent[], room: number): Promise<{ written: number; claimed: number }> {
     const { store, clock } = this.#deps;
     const endpointsByTenant = new Map<string, Endpoint[]>();
     const fanOuts: FanOut[] = [];
@@ -149,7 +158,7 @@ export class FanOutStage {
   }
 
   /** Writes the deliveries in one store call, claiming `deliveryIds`, and hands the claimed to their actors. */
-  async #record(fanOuts: readonly FanOut[], events: readonly OutboxEvent[], now: number, deliveryIds: ReadonlySet<string>, claim: OpenClaim): Promise<number> {
+  async #record(fanOuts: readonly FanOut[], events: readonly OutboxEvent[], now: number, deliveryIds: ReadonlySet<string>, claim: OpenClaim): Promise<{ written: number; claimed: number }> {
     const { store, refills } = this.#deps;
     // One transaction for the batch: a commit per event cost more than the deliveries it wrote.
     const claimed = await store.recordFanOuts(fanOuts, now, { owner: this.#deps.owner, deliveryIds });
@@ -169,7 +178,7 @@ export class FanOutStage {
         if (event !== undefined) await claim.dispatch({ delivery, event });
       }
     }
-    return written - claimed.length;
+    return { written, claimed: claimed.length };
   }
 
   /**

@@ -54,6 +54,8 @@ export interface SupervisorOptions {
   readonly mailboxBudget: number;
   /** How often the endpoint change log is read, so every node's actors follow a change. @default 250 */
   readonly endpointSyncIntervalMs: number;
+  /** OpenTelemetry spans for fan-out batches (`tracing.enabled`). @default true */
+  readonly tracing?: boolean;
 }
 
 export interface SupervisorDeps {
@@ -121,7 +123,7 @@ export class Supervisor {
       { store, clock, owner, actors: this.#actors, pump: () => this.#requestPump() },
     );
     this.#fanOuts = new FanOutStage(
-      { slotCount: options.slotCount, claimPerEndpoint: options.claimPerEndpoint },
+      { slotCount: options.slotCount, claimPerEndpoint: options.claimPerEndpoint, tracing: options.tracing ?? true },
       { store, clock, owner, actors: this.#actors, refills: this.#claims, cutShort: () => this.#cutShort() },
     );
     this.#endpointSync = new EndpointSync(

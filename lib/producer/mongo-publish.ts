@@ -21,12 +21,13 @@ import type { ClientSession, Db } from 'mongodb';
 import { systemClock } from '../clock.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.ts';
-import type { OutboxEvent } from '../model.ts';
+import type { OutboxEvent, TraceContext } from '../model.ts';
 import { currentMongoCatalog } from '../event-types/mongo-catalog.ts';
 import { eventFromDoc, eventToDoc } from '../store/mongo/documents.ts';
 import { loadMongoDriver } from '../store/mongo/driver.ts';
 import { Collections } from '../store/mongo/schema.ts';
 import type { EndpointDoc, EventDoc, EventTypeDoc, MetaDoc } from '../store/mongo/schema.ts';
+import { PublishPath, tracePublish } from '../tracing/publish-span.ts';
 import { outboxEventOf, validateEventInputs } from './validate-event.ts';
 import type { EventInput, ValidEventInput } from './validate-event.ts';
 
@@ -103,15 +104,17 @@ export async function publish(
   // The catalog's copy is kept per client (or Db) and database name.
   const [connection, dbName] = 'db' in options ? [options.db, ''] : [options.client, options.dbName];
   const catalogCollections = { meta: db.collection<MetaDoc>(Collections.META), eventTypes: db.collection<EventTypeDoc>(Collections.EVENT_TYPES) };
-  const write = async (): Promise<OutboxEvent[]> => {
-    // Payloads against their types' schemas, as the catalog stands in this transaction.
-    (await currentMongoCatalog(connection, dbName, catalogCollections, driverSession)).check(valid);
-    const stored: OutboxEvent[] = [];
-    for (const event of valid) stored.push(await publishOne(db, driverSession, event, clock));
-    return stored;
-  };
-  if (session.inTransaction()) return write();
-  return session.withTransaction(write, TRANSACTION);
+  return tracePublish(PublishPath.MONGODB, (trace) => {
+    const write = async (): Promise<OutboxEvent[]> => {
+      // Payloads against their types' schemas, as the catalog stands in this transaction.
+      (await currentMongoCatalog(connection, dbName, catalogCollections, driverSession)).check(valid);
+      const stored: OutboxEvent[] = [];
+      for (const event of valid) stored.push(await publishOne(db, driverSession, event, clock, trace));
+      return stored;
+    };
+    if (session.inTransaction()) return write();
+    return session.withTransaction(write, TRANSACTION);
+  });
 }
 
 const TRANSACTION = Object.freeze<MongoTransactionOptions>({
@@ -120,7 +123,7 @@ const TRANSACTION = Object.freeze<MongoTransactionOptions>({
   readPreference: 'primary',
 });
 
-async function publishOne(db: Db, session: ClientSession, input: ValidEventInput, clock: Clock): Promise<OutboxEvent> {
+async function publishOne(db: Db, session: ClientSession, input: ValidEventInput, clock: Clock, trace: TraceContext | null): Promise<OutboxEvent> {
   const events = db.collection<EventDoc>(Collections.EVENTS);
   const endpoints = db.collection<EndpointDoc>(Collections.ENDPOINTS);
   if (input.id !== undefined) {
@@ -139,7 +142,7 @@ async function publishOne(db: Db, session: ClientSession, input: ValidEventInput
     const target = await endpoints.findOne({ _id: input.endpointId }, { session, projection: { tenantId: 1 } });
     if (target?.tenantId !== input.tenantId) throw new NotFoundError('endpoint', input.endpointId, 'endpointId');
   }
-  const event = outboxEventOf(input, clock.now());
+  const event = outboxEventOf(input, clock.now(), trace);
   await events.insertOne(eventToDoc(event), { session });
   return event;
 }

@@ -15,13 +15,14 @@
 import { systemClock } from '../clock.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
-import type { OutboxEvent } from '../model.ts';
+import type { OutboxEvent, TraceContext } from '../model.ts';
 import { checkedPostgresCatalog, reloadPostgresCatalog, type RowsOf } from '../event-types/postgres-catalog.ts';
 import { catalogVersionSql } from '../store/postgres/event-types.ts';
 import { DEFAULT_POSTGRES_SCHEMA, validSchemaName } from '../store/postgres/schema.ts';
-import { eventFromRow, type EventRow } from '../store/sql-rows.ts';
+import { eventFromRow, traceContextToColumn, type EventRow } from '../store/sql-rows.ts';
+import { PublishPath, tracePublish } from '../tracing/publish-span.ts';
 import { outboxEventOf, validateEventInputs } from './validate-event.ts';
-import type { EventInput } from './validate-event.ts';
+import type { EventInput, ValidEventInput } from './validate-event.ts';
 
 /**
  * Whatever runs SQL on the producer's connection: node-postgres answers `{rows}`, TypeORM's
@@ -74,9 +75,12 @@ export async function publish(
   // Validate everything first, so a bad input in a batch writes nothing.
   const valid = validateEventInputs(input, { maxPayloadBytes: options.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes });
   if (valid.length === 0) return [];
+  return tracePublish(PublishPath.POSTGRES, (trace) => write(runner, schema, valid, clock, trace));
+}
+
+async function write(runner: SqlRunner, schema: string, valid: readonly ValidEventInput[], clock: Clock, trace: TraceContext | null): Promise<OutboxEvent[]> {
   const rows: RowsOf = (sql, parameters) => rowsOf(runner, sql, parameters);
   let catalog = await checkedPostgresCatalog(runner, schema, rows, valid);
-
   // Events by id: those stored already, then those of this call as they are planned.
   const byId = await storedEvents(runner, schema, valid.flatMap((event) => (event.id === undefined ? [] : [event.id])));
   const tenants = [...new Set(valid.map((event) => event.tenantId))];
@@ -99,7 +103,7 @@ export async function publish(
     if (event.endpointId !== undefined && endpointTenant.get(event.endpointId) !== event.tenantId) {
       throw new NotFoundError('endpoint', event.endpointId, 'endpointId');
     }
-    const outbox = outboxEventOf(event, createdAt);
+    const outbox = outboxEventOf(event, createdAt, trace);
     byId.set(outbox.id, outbox);
     fresh.push(outbox);
     result.push(outbox);
@@ -111,9 +115,9 @@ export async function publish(
   let inserted: Set<string> | undefined;
   while (inserted === undefined) {
     const [written] = await rowsOf<{ catalog_version: string | number; ids: string[] }>(runner, `WITH written AS (
-    INSERT INTO ${schema}.events (id, tenant_id, type, payload, created_at, endpoint_id, ordering_key)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[])
-    WHERE ${catalogVersionSql(schema)} = $8
+    INSERT INTO ${schema}.events (id, tenant_id, type, payload, created_at, endpoint_id, ordering_key, trace_context)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::jsonb[])
+    WHERE ${catalogVersionSql(schema)} = $9
     ON CONFLICT (id) DO NOTHING RETURNING id)
     SELECT ${catalogVersionSql(schema)} AS catalog_version, ARRAY(SELECT id FROM written) AS ids`, [
       fresh.map((e) => e.id),
@@ -123,6 +127,7 @@ export async function publish(
       fresh.map((e) => e.createdAt),
       fresh.map((e) => e.endpointId),
       fresh.map((e) => e.orderingKey),
+      fresh.map((e) => traceContextToColumn(e.traceContext)),
       catalog.version,
     ]);
     if (Number(written?.catalog_version) === catalog.version) {
@@ -150,7 +155,7 @@ function sameTenant(stored: OutboxEvent, tenantId: string): OutboxEvent {
 }
 
 async function storedEvents(runner: SqlRunner, schema: string, ids: readonly string[]): Promise<Map<string, OutboxEvent>> {
-  const rows = await rowsOf<EventRow>(runner, `SELECT id, tenant_id, type, payload, created_at, endpoint_id, ordering_key
+  const rows = await rowsOf<EventRow>(runner, `SELECT id, tenant_id, type, payload, created_at, endpoint_id, ordering_key, trace_context
     FROM ${schema}.events WHERE id = ANY($1::text[])`, [ids]);
   return new Map(rows.map((row) => [row.id, eventFromRow(row)]));
 }

@@ -7,10 +7,11 @@
 import type { Clock } from '../clock.ts';
 import { NotFoundError, ValidationError } from '../errors.ts';
 import { deliveryIdFor } from '../ids.ts';
-import type { OutboxEvent } from '../model.ts';
+import type { OutboxEvent, TraceContext } from '../model.ts';
 import { StoreCatalog } from '../event-types/store-catalog.ts';
 import type { Store } from '../store/port.ts';
-import { outboxEventOf, validateEventInputs } from './validate-event.ts';
+import { PublishPath, tracePublish } from '../tracing/publish-span.ts';
+import { outboxEventOf, validateEventInputs, type ValidEventInput } from './validate-event.ts';
 
 /** The type of the event `sendTestEvent` sends: consumers can recognise it and answer 2xx without acting. */
 export const TEST_EVENT_TYPE = 'herald.test';
@@ -25,6 +26,7 @@ export class Publisher {
   readonly #published: () => void;
   /** The event-type catalog payloads are checked against, current as of each call. */
   readonly #catalog: StoreCatalog;
+  readonly #tracing: boolean;
 
   constructor(deps: {
     readonly store: Store;
@@ -33,12 +35,15 @@ export class Publisher {
     readonly maxPayloadBytes: number;
     /** Tells this node's engine there are new events. */
     readonly published: () => void;
+    /** A `herald publish` span, and the producer's trace context stored (`tracing.enabled`). @default true */
+    readonly tracing?: boolean;
   }) {
     this.#store = deps.store;
     this.#clock = deps.clock;
     this.#maxPayloadBytes = deps.maxPayloadBytes;
     this.#published = deps.published;
     this.#catalog = new StoreCatalog(deps.store);
+    this.#tracing = deps.tracing ?? true;
   }
 
   /**
@@ -52,9 +57,13 @@ export class Publisher {
     if (inputs.length === 0 || inputs.length > MAX_EVENTS_PER_CALL) {
       throw new ValidationError('body', `must be an event or a list of 1 to ${MAX_EVENTS_PER_CALL} events`);
     }
+    const validated = validateEventInputs(input, { maxPayloadBytes: this.#maxPayloadBytes });
+    return tracePublish(PublishPath.HERALD, (traceContext) => this.#write(inputs.length, validated, traceContext), this.#tracing);
+  }
+
+  async #write(count: number, validated: readonly ValidEventInput[], traceContext: TraceContext | null): Promise<OutboxEvent[]> {
     const events: OutboxEvent[] = [];
     const fresh: OutboxEvent[] = [];
-    const validated = validateEventInputs(input, { maxPayloadBytes: this.#maxPayloadBytes });
     (await this.#catalog.current()).check(validated);
     for (const [i, valid] of validated.entries()) {
       if (valid.id !== undefined) {
@@ -65,7 +74,7 @@ export class Publisher {
         }
       }
       // In a list, the field names the item: `[3].tenantId`.
-      const at = inputs.length > 1 ? `[${i}].` : '';
+      const at = count > 1 ? `[${i}].` : '';
       if (!(await this.#store.tenantExists(valid.tenantId))) throw new NotFoundError('tenant', valid.tenantId, `${at}tenantId`);
       if (valid.endpointId !== undefined) {
         const target = await this.#store.getEndpoint(valid.endpointId);
@@ -73,7 +82,7 @@ export class Publisher {
           throw new NotFoundError('endpoint', valid.endpointId, `${at}endpointId`);
         }
       }
-      const event = outboxEventOf(valid, this.#clock.now());
+      const event = outboxEventOf(valid, this.#clock.now(), traceContext);
       events.push(event);
       fresh.push(event);
     }

@@ -13,10 +13,11 @@ import { systemClock } from '../clock.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { newEventId } from '../ids.ts';
-import type { OutboxEvent } from '../model.ts';
+import type { OutboxEvent, TraceContext } from '../model.ts';
 import { currentSqliteCatalog } from '../event-types/sqlite-catalog.ts';
-import { eventFromRow, type EventRow } from '../store/sql-rows.ts';
+import { eventFromRow, traceContextToColumn, type EventRow } from '../store/sql-rows.ts';
 import { ensureSchema } from '../store/sqlite/schema.ts';
+import { PublishPath, tracePublishSync } from '../tracing/publish-span.ts';
 import { validateEventInputs } from './validate-event.ts';
 import type { EventInput, ValidEventInput } from './validate-event.ts';
 
@@ -51,10 +52,10 @@ function prepareStatements(db: BetterSqlite3.Database) {
     tenantExists: db.prepare<[string], number>(`SELECT 1 FROM endpoints WHERE tenant_id = ? LIMIT 1`).pluck(),
     endpointTenant: db.prepare<[string], string>(`SELECT tenant_id FROM endpoints WHERE id = ?`).pluck(),
     getEvent: db.prepare<[string], EventRow>(
-      `SELECT id, tenant_id, type, payload, created_at, endpoint_id, ordering_key FROM events WHERE id = ?`,
+      `SELECT id, tenant_id, type, payload, created_at, endpoint_id, ordering_key, trace_context FROM events WHERE id = ?`,
     ),
-    insertEvent: db.prepare<[EventRow], unknown>(`INSERT INTO events (id, tenant_id, type, payload, created_at, endpoint_id, ordering_key)
-      VALUES (@id, @tenant_id, @type, @payload, @created_at, @endpoint_id, @ordering_key)`),
+    insertEvent: db.prepare<[EventRow], unknown>(`INSERT INTO events (id, tenant_id, type, payload, created_at, endpoint_id, ordering_key, trace_context)
+      VALUES (@id, @tenant_id, @type, @payload, @created_at, @endpoint_id, @ordering_key, @trace_context)`),
   };
 }
 
@@ -95,18 +96,18 @@ export function publish(
     statements.set(db, s);
   }
   const prepared = s;
-  const write = db.transaction(() => {
+  const write = db.transaction((trace: TraceContext | null) => {
     // Payloads against their types' schemas, as the catalog stands in this transaction.
     currentSqliteCatalog(db).check(valid);
-    return valid.map((event) => publishOne(prepared, event, clock));
+    return valid.map((event) => publishOne(prepared, event, clock, trace));
   });
   // In the caller's transaction, join it. Alone, take the write lock first (IMMEDIATE): a
   // deferred transaction reads, then fails at once with SQLITE_BUSY ("database is locked",
   // no busy wait) if another process committed between its read and its write.
-  return db.inTransaction ? write() : write.immediate();
+  return tracePublishSync(PublishPath.SQLITE, (trace) => (db.inTransaction ? write(trace) : write.immediate(trace)));
 }
 
-function publishOne(s: Statements, input: ValidEventInput, clock: Clock): OutboxEvent {
+function publishOne(s: Statements, input: ValidEventInput, clock: Clock, traceContext: TraceContext | null): OutboxEvent {
   if (input.id !== undefined) {
     const stored = s.getEvent.get(input.id);
     if (stored !== undefined) {
@@ -129,6 +130,7 @@ function publishOne(s: Statements, input: ValidEventInput, clock: Clock): Outbox
     created_at: createdAt,
     endpoint_id: input.endpointId ?? null,
     ordering_key: input.orderingKey ?? null,
+    trace_context: traceContextToColumn(traceContext),
   };
   s.insertEvent.run(row);
   return eventFromRow(row);

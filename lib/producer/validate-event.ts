@@ -5,7 +5,7 @@
  */
 import { PayloadTooLargeError, ValidationError } from '../errors.ts';
 import { newEventId } from '../ids.ts';
-import type { OutboxEvent } from '../model.ts';
+import type { OutboxEvent, TraceContext } from '../model.ts';
 import { JsonText } from './json-text.ts';
 
 /** An event as a producer hands it to `publish()`. */
@@ -231,8 +231,8 @@ export function validateEventInputs(input: unknown, limits: { readonly maxPayloa
   });
 }
 
-/** The outbox event a validated input becomes when it is published at `createdAt`. */
-export function outboxEventOf(valid: ValidEventInput, createdAt: number): OutboxEvent {
+/** The outbox event a validated input becomes when it is published at `createdAt`, with the producer's trace context. */
+export function outboxEventOf(valid: ValidEventInput, createdAt: number, traceContext: TraceContext | null = null): OutboxEvent {
   return {
     id: valid.id ?? newEventId(createdAt),
     tenantId: valid.tenantId,
@@ -241,5 +241,6 @@ export function outboxEventOf(valid: ValidEventInput, createdAt: number): Outbox
     createdAt,
     endpointId: valid.endpointId ?? null,
     orderingKey: valid.orderingKey ?? null,
+    traceContext,
   };
 }

@@ -5,7 +5,7 @@
  */
 import type { Clock } from '../clock.ts';
 import { NotFoundError } from '../errors.ts';
-import type { Attempt, Delivery } from '../model.ts';
+import type { Attempt, Delivery, TraceContext } from '../model.ts';
 import { isInScope, type SeriesScope } from '../store/delivery-minutes.ts';
 import type { DeliveryFilter, Store } from '../store/port.ts';
 import { clusterStatsOf, LAST_FAILURE_GROUPS, statsRange, type ClusterStats } from './cluster-stats.ts';
@@ -32,13 +32,14 @@ export class DeliveryLog {
   }
 
   /**
-   * One delivery and the payload it sends (the event's JSON text, byte for byte); `null` once the
-   * retention purge has deleted the event.
+   * One delivery and the payload it sends (the event's JSON text, byte for byte) and its event's
+   * trace context; `null` once the retention purge has deleted the event (or, for the trace
+   * context, when it had none).
    */
-  async getWithPayload(id: string): Promise<Delivery & { readonly payload: string | null }> {
+  async getWithPayload(id: string): Promise<Delivery & { readonly payload: string | null; readonly traceContext: TraceContext | null }> {
     const delivery = await this.get(id);
     const event = await this.#store.getEvent(delivery.eventId);
-    return { ...delivery, payload: event?.payload ?? null };
+    return { ...delivery, payload: event?.payload ?? null, traceContext: event?.traceContext ?? null };
   }
 
   /** @throws NotFoundError (`deliveryId`). */

@@ -6,7 +6,10 @@
  * as text from a connection that does not parse int8 (a producer's own pool),
  * hence `Number()` where that can happen.
  */
-import type { AdaptiveConcurrency, Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, EndpointAuth, EndpointHeader, OutboxEvent, Outcome, RateLimit, ReplayJobFilter, ReplayJobRecord, ReplayJobState, TenantToken, TriageState } from '../model.ts';
+import type {
+  AdaptiveConcurrency, Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, EndpointAuth, EndpointHeader, OutboxEvent, Outcome, RateLimit, ReplayJobFilter, ReplayJobRecord,
+  ReplayJobState, TenantToken, TraceContext, TriageState,
+} from '../model.ts';
 import { EndpointOrdering, EndpointStatus } from '../model.ts';
 import { COUNT_FIELDS, LATENCY_BUCKETS, type DeliveryMinute, type DeliveryMinuteIncrement, type EndpointDeliveryTotals } from './delivery-minutes.ts';
 import type { NodeRecord, SlotLease, SlotWeights } from './port.ts';
@@ -55,6 +58,8 @@ export interface EventRow {
   endpoint_id: string | null;
   /** Absent from rows a producer's older statement selects (read as no key). */
   ordering_key?: string | null;
+  /** The producer's W3C trace context; NULL: none (and every row written before the column existed). */
+  trace_context?: JsonColumn<TraceContext> | null;
 }
 
 export interface DeliveryRow {
@@ -164,7 +169,18 @@ export function eventFromRow(row: EventRow): OutboxEvent {
     createdAt: Number(row.created_at),
     endpointId: row.endpoint_id,
     orderingKey: row.ordering_key ?? null,
+    traceContext: traceContextFromColumn(row.trace_context),
   };
+}
+
+/** The `trace_context` column of an event: JSON text (SQLite) or parsed `jsonb` (PostgreSQL); NULL is none. */
+export function traceContextFromColumn(column: JsonColumn<TraceContext> | null | undefined): TraceContext | null {
+  return column === null || column === undefined ? null : fromJson(column);
+}
+
+/** What the `trace_context` column stores (SQLite text, PostgreSQL `jsonb` from text). */
+export function traceContextToColumn(traceContext: TraceContext | null | undefined): string | null {
+  return traceContext === null || traceContext === undefined ? null : JSON.stringify(traceContext);
 }
 
 export function deliveryFromRow(row: DeliveryRow): Delivery {

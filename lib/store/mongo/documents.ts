@@ -4,7 +4,7 @@
  * driver field (`_id`, `ord`, `at`, `claimId`, …) leaks into the model.
  */
 import type { ObjectId } from 'mongodb';
-import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, EndpointAuth, EndpointHeader, OutboxEvent, SigningSecret, Triage } from '../../model.ts';
+import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, EndpointAuth, EndpointHeader, OutboxEvent, SigningSecret, TraceContext, Triage } from '../../model.ts';
 import { EndpointOrdering, EndpointStatus } from '../../model.ts';
 import type { AttemptRecord, NewDelivery, NodeRecord, SlotLease } from '../port.ts';
 import { newObjectId } from './driver.ts';
@@ -133,7 +133,14 @@ export function eventToDoc(event: OutboxEvent, ord: ObjectId = newObjectId()): E
     fannedOut: false,
     fannedOutAt: null,
     ord,
+    ...(event.traceContext === null || event.traceContext === undefined ? {} : { traceContext: traceContextDoc(event.traceContext) }),
   };
+}
+
+/** A trace context as stored: `tracestate` only when there is one. */
+function traceContextDoc(traceContext: TraceContext): TraceContext {
+  const { traceparent, tracestate } = traceContext;
+  return tracestate === undefined ? { traceparent } : { traceparent, tracestate };
 }
 
 export function eventFromDoc(doc: EventDoc): OutboxEvent {
@@ -145,6 +152,7 @@ export function eventFromDoc(doc: EventDoc): OutboxEvent {
     createdAt: doc.createdAt,
     endpointId: doc.endpointId ?? null,
     orderingKey: doc.orderingKey ?? null,
+    traceContext: doc.traceContext === null || doc.traceContext === undefined ? null : traceContextDoc(doc.traceContext),
   };
 }
 

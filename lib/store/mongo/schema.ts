@@ -12,7 +12,7 @@
  * one with no indexes yet. Any process may call it at any time.
  */
 import type { Db, IndexDescription, ObjectId } from 'mongodb';
-import type { Outcome, ReplayJobFilter, ReplayJobState, RetrySpec, SigningSecret, TriageState } from '../../model.ts';
+import type { Outcome, ReplayJobFilter, ReplayJobState, RetrySpec, SigningSecret, TraceContext, TriageState } from '../../model.ts';
 import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
 
 /**
@@ -150,6 +150,8 @@ export interface EventDoc {
   origin?: string;
   /** The producer's ordering key; missing on events written before schema 8 (read as none). */
   orderingKey?: string | null;
+  /** The producer's W3C trace context; missing when it had none (and on events written before it existed). */
+  traceContext?: TraceContext | null;
 }
 
 export interface DeliveryDoc {

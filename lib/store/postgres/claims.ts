@@ -19,9 +19,9 @@
  * It picks the second once more than CLAIM_SCAN_MAX rows are due.
  */
 import { slotOf } from '../../ids.ts';
-import type { DeliveryJob } from '../../model.ts';
+import type { DeliveryJob, TraceContext } from '../../model.ts';
 import type { ClaimRequest, EndpointClaimRequest } from '../port.ts';
-import { deliveryFromRow, type DeliveryRow } from '../sql-rows.ts';
+import { deliveryFromRow, traceContextFromColumn, type DeliveryRow, type JsonColumn } from '../sql-rows.ts';
 import { deliveryColumns } from './rows.ts';
 import { named, type Sql, type Statement } from './sql.ts';
 
@@ -35,6 +35,7 @@ interface ClaimedRow extends DeliveryRow {
   event_created_at: number | null;
   event_endpoint_id: string | null;
   event_ordering_key: string | null;
+  event_trace_context: JsonColumn<TraceContext> | null;
   /** It was in flight under an older epoch: taken over (`DeliveryJob.resumed`). */
   resumed: boolean;
 }
@@ -198,6 +199,7 @@ export class ClaimQueries {
           createdAt: row.event_created_at!,
           endpointId: row.event_endpoint_id,
           orderingKey: row.event_ordering_key,
+          traceContext: traceContextFromColumn(row.event_trace_context),
         },
       });
     }
@@ -217,7 +219,8 @@ function claimedWithEvents(s: string, now: string): string {
     RETURNING ${deliveryColumns('d')}, locked.resumed
   )
   SELECT c.*, e.tenant_id AS event_tenant_id, e.type AS event_type_name, e.payload AS event_payload,
-         e.created_at AS event_created_at, e.endpoint_id AS event_endpoint_id, e.ordering_key AS event_ordering_key
+         e.created_at AS event_created_at, e.endpoint_id AS event_endpoint_id, e.ordering_key AS event_ordering_key,
+         e.trace_context AS event_trace_context
   FROM claimed c LEFT JOIN ${s}.events e ON e.id = c.event_id
   ORDER BY c.next_attempt_at, c.id`;
 }

@@ -5,7 +5,7 @@
 import { NotFoundError } from '../../errors.ts';
 import type { Delivery, OutboxEvent } from '../../model.ts';
 import type { FanOut, FanOutClaim } from '../port.ts';
-import { deliveryFromRow, eventFromRow, type DeliveryRow, type EventRow } from '../sql-rows.ts';
+import { deliveryFromRow, eventFromRow, traceContextToColumn, type DeliveryRow, type EventRow } from '../sql-rows.ts';
 import { DELIVERY_COLUMNS, deliveryColumns } from './rows.ts';
 import { named, type Sql, type Statement } from './sql.ts';
 import { workNotice } from './work-notice.ts';
@@ -138,10 +138,10 @@ export class FanOutQueries {
   async append(sql: Sql, events: readonly OutboxEvent[]): Promise<void> {
     if (events.length === 0) return;
     await sql.query(
-      `INSERT INTO ${this.#s}.events (id, tenant_id, type, payload, created_at, endpoint_id, ordering_key)
-       SELECT id, tenant_id, type, payload, created_at, endpoint_id, ordering_key
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[])
-         WITH ORDINALITY AS e(id, tenant_id, type, payload, created_at, endpoint_id, ordering_key, n)
+      `INSERT INTO ${this.#s}.events (id, tenant_id, type, payload, created_at, endpoint_id, ordering_key, trace_context)
+       SELECT id, tenant_id, type, payload, created_at, endpoint_id, ordering_key, trace_context
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::jsonb[])
+         WITH ORDINALITY AS e(id, tenant_id, type, payload, created_at, endpoint_id, ordering_key, trace_context, n)
        ORDER BY n
        ON CONFLICT (id) DO NOTHING`,
       [
@@ -152,6 +152,7 @@ export class FanOutQueries {
         events.map((e) => e.createdAt),
         events.map((e) => e.endpointId),
         events.map((e) => e.orderingKey),
+        events.map((e) => traceContextToColumn(e.traceContext)),
       ],
     );
   }

@@ -434,6 +434,15 @@ INSERT INTO ${s}.event_type_catalog (only_row, version) VALUES (true, 0) ON CONF
     // endpoint had before.
     sql: (s) => `ALTER TABLE ${s}.endpoints ADD COLUMN IF NOT EXISTS headers jsonb, ADD COLUMN IF NOT EXISTS auth jsonb;`,
   },
+  {
+    version: 23,
+    what: "each event's producer trace context (W3C traceparent and tracestate), continued by its attempts",
+    // NULL: no trace (no OpenTelemetry SDK at the producer), and every event written before. No
+    // rewrite: a nullable column without a default is added in the catalog only.
+    sql: (s) => `
+ALTER TABLE ${s}.events ADD COLUMN IF NOT EXISTS trace_context jsonb;
+`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

@@ -9,7 +9,7 @@ import type { Delivery, OutboxEvent } from '../../model.ts';
 import { DeliveryStatus as Status } from '../../model.ts';
 import type { FanOut, FanOutClaim } from '../port.ts';
 import type { LeaseStatements } from './leases.ts';
-import { deliveryFromRow, eventFromRow, type DeliveryRow, type EventRow } from '../sql-rows.ts';
+import { deliveryFromRow, eventFromRow, traceContextToColumn, type DeliveryRow, type EventRow } from '../sql-rows.ts';
 import type { Statement } from './sql.ts';
 
 export class FanOutStatements {
@@ -28,8 +28,8 @@ export class FanOutStatements {
 
   constructor(db: BetterSqlite3.Database, leases: LeaseStatements) {
     this.#leases = leases;
-    this.#insertEvent = db.prepare(`INSERT INTO events (id, tenant_id, type, payload, created_at, endpoint_id, ordering_key)
-      VALUES (@id, @tenantId, @type, @payload, @createdAt, @endpointId, @orderingKey) ON CONFLICT (id) DO NOTHING`);
+    this.#insertEvent = db.prepare(`INSERT INTO events (id, tenant_id, type, payload, created_at, endpoint_id, ordering_key, trace_context)
+      VALUES (@id, @tenantId, @type, @payload, @createdAt, @endpointId, @orderingKey, @traceContext) ON CONFLICT (id) DO NOTHING`);
     this.#getEvent = db.prepare<unknown[], EventRow>(`SELECT * FROM events WHERE id = ?`);
     this.#unfanned = db.prepare<unknown[], EventRow>(
       `SELECT * FROM events WHERE fanned_out_at IS NULL ORDER BY created_at, rowid LIMIT ?`,
@@ -80,6 +80,7 @@ export class FanOutStatements {
         createdAt: event.createdAt,
         endpointId: event.endpointId,
         orderingKey: event.orderingKey,
+        traceContext: traceContextToColumn(event.traceContext),
       });
     }
   }

@@ -266,6 +266,14 @@ ALTER TABLE endpoints ADD COLUMN headers TEXT;
 ALTER TABLE endpoints ADD COLUMN auth TEXT;
 `,
   },
+  {
+    version: 21,
+    what: "each event's producer trace context (W3C traceparent and tracestate, JSON), continued by its attempts",
+    // NULL: no trace (no OpenTelemetry SDK at the producer), and every event written before.
+    sql: `
+ALTER TABLE events ADD COLUMN trace_context TEXT;
+`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */

@@ -68,6 +68,7 @@ export function makeEvent(id: string, tenantId: string, now: number, overrides: 
     createdAt: now,
     endpointId: null,
     orderingKey: null,
+    traceContext: null,
     ...overrides,
   };
 }

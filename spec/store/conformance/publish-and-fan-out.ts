@@ -300,6 +300,33 @@ export function describePublishAndFanOut(suite: ConformanceSuite): void {
       });
     });
 
+    context('when an event has a trace context', () => {
+      it('keeps it (traceparent, and tracestate when given) through the outbox, fan-out and claim; an event without one has null', async () => {
+        await addEndpoint('ep_1');
+        const traced = makeEvent('evt_traced', 'acme', clock.now(), {
+          traceContext: { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', tracestate: 'vendor=a1,other=b2' },
+        });
+        const parentOnly = makeEvent('evt_parent_only', 'acme', clock.now(), {
+          traceContext: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00' },
+        });
+        const plain = makeEvent('evt_untraced', 'acme', clock.now());
+        await store.appendEvents([traced, parentOnly, plain]);
+        expect(await store.getEvent('evt_traced')).to.deep.equal(traced);
+        expect(await store.getEvent('evt_parent_only')).to.deep.equal(parentOnly);
+        expect(await store.getEvent('evt_untraced')).to.deep.equal(plain);
+        expect((await store.unfannedEvents(10)).map((e) => e.traceContext)).to.deep.equal([traced.traceContext, parentOnly.traceContext, null]);
+        expect((await store.unfannedEvents(10, ['globex'])).map((e) => e.traceContext)).to.deep.equal([traced.traceContext, parentOnly.traceContext, null]);
+        await store.recordFanOuts([traced, parentOnly, plain].map((e) => ({ eventId: e.id, deliveries: plan(e, ['ep_1'], clock.now()) })), clock.now());
+        await lease();
+        const jobs = await claim({ endpointId: 'ep_1' });
+        expect(Object.fromEntries(jobs.map((j) => [j.event.id, j.event.traceContext]))).to.deep.equal({
+          evt_traced: traced.traceContext,
+          evt_parent_only: parentOnly.traceContext,
+          evt_untraced: null,
+        });
+      });
+    });
+
     context('when fan-out runs twice for one event (a crash in between)', () => {
       it('creates nothing twice and leaves the first deliveries untouched', async () => {
         await addEndpoint('ep_1');

@@ -106,7 +106,18 @@ describe('MongoDB documents', () => {
     const second = eventToDoc({ ...event, id: 'evt_2' });
     expect(first).to.include({ _id: 'evt_1', fannedOut: false, fannedOutAt: null });
     expect(first.ord.toHexString() < second.ord.toHexString()).to.equal(true);
-    expect(eventFromDoc(first)).to.deep.equal(event);
+    expect(eventFromDoc(first)).to.deep.equal({ ...event, traceContext: null });
+  });
+
+  it('stores a trace context only when the event has one, and reads a missing one as none', () => {
+    const event: OutboxEvent = { id: 'evt_1', tenantId: 'acme', type: 't', payload: '{}', createdAt: NOW, endpointId: null, orderingKey: null, traceContext: null };
+    expect(eventToDoc(event)).to.not.have.property('traceContext');
+    expect(eventFromDoc(eventToDoc(event))).to.deep.equal(event);
+    const traceContext = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', tracestate: 'vendor=a1' };
+    expect(eventToDoc({ ...event, traceContext }).traceContext).to.deep.equal(traceContext);
+    expect(eventFromDoc(eventToDoc({ ...event, traceContext }))).to.deep.equal({ ...event, traceContext });
+    const parentOnly = { traceparent: traceContext.traceparent };
+    expect(eventFromDoc(eventToDoc({ ...event, traceContext: parentOnly }))).to.deep.equal({ ...event, traceContext: parentOnly });
   });
 
   it('creates deliveries pending at attempt 0, round 0, epoch 0, and reads them without driver fields', () => {
