@@ -150,6 +150,16 @@ export const ADAPTIVE_CONCURRENCY_DEFAULTS = Object.freeze({
   targetLatencyMs: 2_000,
 } as const satisfies AdaptiveConcurrency);
 
+/** A JSON value, as `JSON.parse` gives it. */
+export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
+
+/**
+ * Conditions on an event's `type` and JSON `payload`, keyed by dotted path (`payload.amount`) or
+ * `$or`/`$and`, every one of which must hold for the endpoint to get the event. Stored as given,
+ * after validation (grammar and semantics: lib/endpoints/payload-filter.ts, docs/FILTERS.md).
+ */
+export type PayloadFilter = { readonly [pathOrOperator: string]: JsonValue };
+
 export interface Endpoint {
   readonly id: string;
   readonly tenantId: string;
@@ -168,6 +178,8 @@ export interface Endpoint {
   readonly adaptiveConcurrency?: AdaptiveConcurrency;
   /** Attempts started per second at most, on top of `concurrency`; absent: no limit. */
   readonly rateLimit?: RateLimit;
+  /** Only events matching it make a delivery for this endpoint; absent: every event its `eventTypes` take. */
+  readonly filter?: PayloadFilter;
   readonly status: EndpointStatus;
   /**
    * Why it is disabled, when it is: `operator`, or a {@link DisabledReason} followed by a colon and

@@ -7,19 +7,22 @@
 import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { DisabledReason, type AdaptiveConcurrency, type Endpoint, type RateLimit } from '../model.ts';
+import { DisabledReason, type AdaptiveConcurrency, type Endpoint, type PayloadFilter, type RateLimit } from '../model.ts';
 import { generateSecret } from '../signing/secret.ts';
 import type { SecretBox } from '../signing/secret-box.ts';
 import type { EndpointPatch, Store } from '../store/port.ts';
 import { validateEndpointChanges, validateNewEndpoint, type EndpointDefaults } from './endpoint-input.ts';
 import { rowsToRead, sequencePageOf, type SequencePage, type SequencePageRequest } from './sequence-page.ts';
+import { testSubscription, validateFilterTest, type FilterTestResult } from './subscription.ts';
 
 /** An endpoint as the API shows it: never its secrets. */
-export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit' | 'adaptiveConcurrency'> & {
+export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit' | 'adaptiveConcurrency' | 'filter'> & {
   /** `null`: no rate limit. */
   readonly rateLimit: RateLimit | null;
   /** `null`: a fixed concurrency. */
   readonly adaptiveConcurrency: AdaptiveConcurrency | null;
+  /** `null`: no payload filter. */
+  readonly filter: PayloadFilter | null;
   readonly secretCount: number;
   /** When the previous secret stops signing, during a rotation. */
   readonly previousSecretExpiresAt: number | null;
@@ -80,6 +83,7 @@ export class EndpointAdmin {
       concurrency: fields.concurrency,
       ...(fields.rateLimit === undefined ? {} : { rateLimit: fields.rateLimit }),
       ...(fields.adaptiveConcurrency === undefined ? {} : { adaptiveConcurrency: fields.adaptiveConcurrency }),
+      ...(fields.filter === undefined ? {} : { filter: fields.filter }),
       status: 'enabled',
       disabledReason: null,
       failingSince: null,
@@ -112,6 +116,16 @@ export class EndpointAdmin {
 
   async update(id: string, input: unknown): Promise<EndpointView> {
     return this.patch(id, validateEndpointChanges(input));
+  }
+
+  /**
+   * Whether an event (`{type?, payload}`) would reach the endpoint: its event types, then its payload
+   * filter, or `filter` from the input to try one before saving it. Publishes nothing.
+   * @throws ValidationError naming the field; NotFoundError (`endpointId`).
+   */
+  async testFilter(id: string, input: unknown): Promise<FilterTestResult> {
+    const request = validateFilterTest(input);
+    return testSubscription(await this.endpoint(id), request);
   }
 
   async delete(id: string): Promise<void> {
@@ -148,12 +162,13 @@ export class EndpointAdmin {
 }
 
 export function viewOf(endpoint: Endpoint): EndpointView {
-  const { secrets, rateLimit, adaptiveConcurrency, ...rest } = endpoint;
+  const { secrets, rateLimit, adaptiveConcurrency, filter, ...rest } = endpoint;
   const previous = secrets.find((s) => s.expiresAt !== null);
   return {
     ...rest,
     rateLimit: rateLimit ?? null,
     adaptiveConcurrency: adaptiveConcurrency ?? null,
+    filter: filter ?? null,
     secretCount: secrets.length,
     previousSecretExpiresAt: previous?.expiresAt ?? null,
   };

@@ -4,10 +4,11 @@
  */
 import { durationText } from '../clock.ts';
 import { ValidationError } from '../errors.ts';
-import { ADAPTIVE_CONCURRENCY_DEFAULTS, DeliveryMode, EndpointOrdering, type AdaptiveConcurrency, type Endpoint, type RateLimit, type RetrySpec } from '../model.ts';
+import { ADAPTIVE_CONCURRENCY_DEFAULTS, DeliveryMode, EndpointOrdering, type AdaptiveConcurrency, type Endpoint, type PayloadFilter, type RateLimit, type RetrySpec } from '../model.ts';
 import { validateEndpointUrl } from '../delivery/validate-url.ts';
 import { resolveRetrySpec } from '../policy/retry-policy.ts';
 import { validateAdaptiveConcurrency } from './adaptive-concurrency.ts';
+import { validatePayloadFilter } from './payload-filter.ts';
 import { validateRateLimit } from './rate-limit.ts';
 
 export interface EndpointDefaults {
@@ -21,21 +22,23 @@ export interface EndpointDefaults {
 /** The fields a caller chooses when creating an endpoint; Herald sets the rest. */
 export type NewEndpointFields = Pick<
   Endpoint,
-  'tenantId' | 'url' | 'description' | 'eventTypes' | 'retry' | 'timeoutMs' | 'mode' | 'ordering' | 'concurrency' | 'rateLimit' | 'adaptiveConcurrency'
+  'tenantId' | 'url' | 'description' | 'eventTypes' | 'retry' | 'timeoutMs' | 'mode' | 'ordering' | 'concurrency' | 'rateLimit' | 'adaptiveConcurrency' | 'filter'
 > & { readonly id?: string };
 
-export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' | 'rateLimit' | 'adaptiveConcurrency'>> & {
+export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' | 'rateLimit' | 'adaptiveConcurrency' | 'filter'>> & {
   /** A new limit (replacing the old one whole), or `null` to lift it. */
   readonly rateLimit?: RateLimit | null;
   /** Adaptive concurrency (settings replacing the old ones whole), or `null` for a fixed concurrency. */
   readonly adaptiveConcurrency?: AdaptiveConcurrency | null;
+  /** A new payload filter (replacing the old one whole), or `null` to remove it. */
+  readonly filter?: PayloadFilter | null;
 };
 
 export const TIMEOUT_MIN_MS = 1_000;
 export const TIMEOUT_MAX_MS = 30_000;
 const ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 const EVENT_FILTER_PATTERN = /^(\*|[A-Za-z0-9_:-]+(\.[A-Za-z0-9_:-]+)*(\.\*)?)$/;
-const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'ordering', 'concurrency', 'rateLimit', 'adaptiveConcurrency'] as const;
+const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'ordering', 'concurrency', 'rateLimit', 'adaptiveConcurrency', 'filter'] as const;
 const CREATABLE = ['id', 'tenantId', ...EDITABLE] as const;
 
 export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults): NewEndpointFields {
@@ -58,6 +61,8 @@ export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults):
     ...(changes.rateLimit == null ? {} : { rateLimit: changes.rateLimit }),
     // Absent: as the node's default says; null: fixed.
     ...adaptiveOf(changes.adaptiveConcurrency, defaults.adaptiveConcurrency),
+    // Absent or null: every event its event types take.
+    ...(changes.filter == null ? {} : { filter: changes.filter }),
   };
 }
 
@@ -107,6 +112,7 @@ function validateChanges(body: Record<string, unknown>): EndpointChanges {
   if (body.adaptiveConcurrency !== undefined) {
     out.adaptiveConcurrency = body.adaptiveConcurrency === null ? null : validateAdaptiveConcurrency(body.adaptiveConcurrency, 'adaptiveConcurrency');
   }
+  if (body.filter !== undefined) out.filter = body.filter === null ? null : validatePayloadFilter(body.filter, 'filter');
   return out;
 }
 

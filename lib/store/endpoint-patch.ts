@@ -3,7 +3,8 @@
  * fields the patch gives replace the current ones (undefined ones are left
  * alone), the id and tenant never change, a `rateLimit` of `null` lifts
  * the limit (the endpoint then has none, as one created without), and an
- * `adaptiveConcurrency` of `null` makes the concurrency fixed. A patch
+ * `adaptiveConcurrency` of `null` makes the concurrency fixed, a `filter` of
+ * `null` removes the payload filter. A patch
  * with `expectedSecrets` applies only while the stored secrets are those.
  */
 import { ConflictError } from '../errors.ts';
@@ -18,8 +19,13 @@ export function patchedEndpoint(current: Endpoint, patch: EndpointPatch, now: nu
   const {
     rateLimit,
     adaptiveConcurrency,
+    filter,
     ...next
-  }: Endpoint & { rateLimit?: Endpoint['rateLimit'] | null; adaptiveConcurrency?: Endpoint['adaptiveConcurrency'] | null } = {
+  }: Endpoint & {
+    rateLimit?: Endpoint['rateLimit'] | null;
+    adaptiveConcurrency?: Endpoint['adaptiveConcurrency'] | null;
+    filter?: Endpoint['filter'] | null;
+  } = {
     ...current,
     ...changes,
     id: current.id,
@@ -30,6 +36,7 @@ export function patchedEndpoint(current: Endpoint, patch: EndpointPatch, now: nu
     ...next,
     ...(rateLimit == null ? {} : { rateLimit }),
     ...(adaptiveConcurrency == null ? {} : { adaptiveConcurrency }),
+    ...(filter == null ? {} : { filter }),
   };
 }
 

@@ -211,6 +211,8 @@ export interface EndpointPatch {
   readonly rateLimit?: Endpoint['rateLimit'] | null;
   /** New adaptive-concurrency settings, or `null` for a fixed concurrency (the endpoint then has no `adaptiveConcurrency`). */
   readonly adaptiveConcurrency?: Endpoint['adaptiveConcurrency'] | null;
+  /** A new payload filter, or `null` to remove it (the endpoint then has no `filter`). */
+  readonly filter?: Endpoint['filter'] | null;
   readonly status?: Endpoint['status'];
   readonly disabledReason?: string | null;
   readonly failingSince?: number | null;

@@ -343,6 +343,7 @@ export function endpointPatchUpdate(patch: EndpointPatch, now: number): UpdateFi
         ? null
         : { initial: patch.adaptiveConcurrency.initial, targetLatencyMs: patch.adaptiveConcurrency.targetLatencyMs };
   }
+  if (patch.filter !== undefined) set.payloadFilter = patch.filter === null ? null : JSON.stringify(patch.filter);
   if (patch.status !== undefined) set.status = patch.status;
   if (patch.disabledReason !== undefined) set.disabledReason = patch.disabledReason;
   if (patch.failingSince !== undefined) set.failingSince = patch.failingSince;

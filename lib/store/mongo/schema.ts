@@ -96,6 +96,12 @@ export interface EndpointDoc {
    * (read as fixed too, so no migration).
    */
   adaptiveConcurrency?: { initial: number; targetLatencyMs: number } | null;
+  /**
+   * The payload filter as JSON text: its keys are dotted paths and `$` operators, which MongoDB
+   * would take for its own in an update. `null`: no filter; missing in documents written before
+   * filters existed (read as none too, so no migration).
+   */
+  payloadFilter?: string | null;
   status: string;
   disabledReason: string | null;
   failingSince: number | null;

@@ -405,6 +405,13 @@ ALTER TABLE ${s}.deliveries ADD COLUMN IF NOT EXISTS first_started_at bigint, AD
   ADD COLUMN IF NOT EXISTS first_outcome jsonb, ADD COLUMN IF NOT EXISTS first_error text;
 `,
   },
+  {
+    version: 19,
+    what: "an endpoint's payload filter",
+    // NULL: no filter, as every endpoint had before. json, not jsonb: it keeps the keys in the order
+    // given, which is the order the conditions are tried in (and the first failing one is named).
+    sql: (s) => `ALTER TABLE ${s}.endpoints ADD COLUMN IF NOT EXISTS payload_filter json;`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

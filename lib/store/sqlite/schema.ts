@@ -238,6 +238,12 @@ ALTER TABLE deliveries ADD COLUMN first_outcome TEXT;
 ALTER TABLE deliveries ADD COLUMN first_error TEXT;
 `,
   },
+  {
+    version: 17,
+    what: "an endpoint's payload filter",
+    // JSON text, as given; NULL: no filter (every event its event types take), as every endpoint had before.
+    sql: `ALTER TABLE endpoints ADD COLUMN payload_filter TEXT;`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */
