@@ -22,17 +22,20 @@ export const SECRETS_USAGE = `Usage: herald secrets reencrypt [--config <file>] 
   HERALD_SECRET_KEYS_PREVIOUS. Works on the store directly, nodes may be running. Afterwards the
   previous keys can be dropped. Exits 1 when an endpoint's secrets cannot be opened (listed with their key id).`;
 
-export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|update|list|show|events|enable|disable|rotate-secret> [options]
+export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|update|list|show|events|filter-test|enable|disable|rotate-secret> [options]
 
   herald endpoints add <endpoint url> --tenant <id> [--event-types a.b,c.*] [--retry default|aggressive|relaxed|PT10S,PT1M|<JSON>]
                        [--timeout-ms <n>] [--concurrency <n>] [--rate-limit <n>/s[,<burst>]] [--mode at-least-once|at-most-once]
-                       [--ordering none|fifo] [--description <text>] [--id <id>]
+                       [--ordering none|fifo] [--filter <json> | --filter-file <path>] [--description <text>] [--id <id>]
   herald endpoints update <id> [the settings of add, but --tenant and --id]   changes only those given
                        --ordering fifo: strict order per ordering key, one delivery in flight per key
   herald endpoints list [--tenant <id>]
   herald endpoints show <id>
   herald endpoints events <id> [--after <n>] [--limit <n, default 100>]
                                         its deliveries numbered after n (webhook-sequence), in order
+  herald endpoints filter-test <id> --payload <json> [--type <event type>] [--filter <json> | --filter-file <path>]
+                                        would this event reach it? if not, which condition failed (--filter: try
+                                        that filter instead of the saved one; nothing is saved or published)
   herald endpoints enable <id>          re-enable; its waiting deliveries go out at once
   herald endpoints disable <id>
   herald endpoints rotate-secret <id>   a new secret; the old one keeps signing for signing.rotationOverlapMs
@@ -40,7 +43,9 @@ export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|update|list|show|ev
   --retry takes a preset, comma-separated ISO-8601 durations, or a retry policy as JSON, e.g. a formula:
           '{"initial":"PT30S","multiplier":2,"max":"PT6H","attempts":9,"jitter":"full"}'
   --rate-limit takes attempts per second (or /min, /h), then the burst if not the default (a second's worth):
-          10/s, 0.5/s, 30/min, 10/s,50`;
+          10/s, 0.5/s, 30/min, 10/s,50
+  --filter takes a payload filter as JSON (docs/FILTERS.md); null removes it:
+          '{"payload.amount":{"$gte":100},"payload.country":{"$in":["BR","PT"]}}'`;
 
 export const PUBLISH_USAGE = `Usage: herald publish --tenant <id> --type <event type> --payload <json | @file | -> [--endpoint <id>] [--id <event id>]
                       [--ordering-key <key>]
