@@ -77,6 +77,14 @@ describe('Payload filters over the admin API', () => {
       expect(numbered.data.map((d: { sequence: number; eventId: string }) => [d.sequence, d.eventId])).to.deep.equal([[1, events[0]!.id], [2, events[3]!.id]]);
       expect(await f.t.herald.listDeliveries({ endpointId: filtered.id })).to.have.length(2);
       expect(await f.t.herald.listDeliveries({ endpointId: all.id })).to.have.length(4);
+
+      // A changed filter holds from the next fan-out on.
+      expectOk(await call('PATCH', `/v1/endpoints/${filtered.id}`, { filter: { 'payload.country': 'US' } }));
+      for (const payload of [{ amount: 7, country: 'US' }, { amount: 700, country: 'BR' }]) await f.t.herald.publish({ tenantId: 'acme', type: 'order.paid', payload });
+      await sink.requests(9);
+      await f.t.herald.idle();
+      expect(bodies('/filtered').map((p) => p.amount).sort((a, b) => a - b)).to.deep.equal([7, 100, 150]);
+      expect(bodies('/all')).to.have.length(6);
     });
 
     it('still sends a test event (addressed to the endpoint) whatever its filter says', async () => {
