@@ -14,6 +14,7 @@ import type { HeraldConfig } from './config/config.ts';
 import type { DeadLetterView } from './dead-letters/dead-letter-desk.ts';
 import type { ReplayJob, ReplayJobOptions } from './dead-letters/replay-jobs.ts';
 import type { EndpointView } from './endpoints/endpoint-admin.ts';
+import type { FilterTestResult } from './endpoints/subscription.ts';
 import type { ReencryptOutcome } from './endpoints/secret-admin.ts';
 import type { SequencePage, SequencePageRequest } from './endpoints/sequence-page.ts';
 import type { EngineEvents } from './engine/engine-events.ts';
@@ -202,6 +203,11 @@ export class Herald {
 
   async updateEndpoint(id: string, input: unknown): Promise<EndpointView> {
     return this.#parts.endpoints.update(id, input);
+  }
+
+  /** Whether an event `{type?, payload}` would reach the endpoint, and which condition failed. @throws ValidationError, NotFoundError. */
+  async testEndpointFilter(id: string, input: unknown): Promise<FilterTestResult> {
+    return this.#parts.endpoints.testFilter(id, input);
   }
 
   async deleteEndpoint(id: string): Promise<void> {

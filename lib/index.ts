@@ -4,6 +4,7 @@
  */
 export { Herald, type HeraldDeps } from './herald.ts';
 export type { EndpointView, SigningKeyView } from './endpoints/endpoint-admin.ts';
+export type { FilterTestResult } from './endpoints/subscription.ts';
 export type { ReencryptOutcome } from './endpoints/secret-admin.ts';
 export type { DeadLetterView } from './dead-letters/dead-letter-desk.ts';
 export type { ClusterNodeStatus, StatusSnapshot } from './status/node-status.ts';
@@ -36,7 +37,7 @@ export {
   isHeraldError,
   hasCode,
 } from './errors.ts';
-export type { OutboxEvent, Endpoint, Delivery, Attempt, Outcome, DeadLetter, DeliveryMode, RetrySpec, RetryFormula, RateLimit, TraceContext } from './model.ts';
+export type { OutboxEvent, Endpoint, Delivery, Attempt, Outcome, DeadLetter, DeliveryMode, RetrySpec, RetryFormula, RateLimit, PayloadFilter, TraceContext } from './model.ts';
 export { SignatureScheme, type SigningSecret } from './model.ts';
 export { DisabledReason, JitterKind, TriageState, type Triage } from './model.ts';
 export type { EndpointHeader, EndpointAuth } from './model.ts';

@@ -178,6 +178,16 @@ export const ADAPTIVE_CONCURRENCY_DEFAULTS = Object.freeze({
   targetLatencyMs: 2_000,
 } as const satisfies AdaptiveConcurrency);
 
+/** A JSON value, as `JSON.parse` gives it. */
+export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
+
+/**
+ * Conditions on an event's `type` and JSON `payload`, keyed by dotted path (`payload.amount`) or
+ * `$or`/`$and`, every one of which must hold for the endpoint to get the event. Stored as given,
+ * after validation (grammar and semantics: lib/endpoints/payload-filter.ts, docs/FILTERS.md).
+ */
+export type PayloadFilter = { readonly [pathOrOperator: string]: JsonValue };
+
 /**
  * A header every request to an endpoint carries (lib/endpoints/endpoint-headers.ts). A `secret`
  * one's `value` is sealed at rest like a signing secret (`enc:v1:…`) and never shown again.
@@ -225,6 +235,8 @@ export interface Endpoint {
   readonly adaptiveConcurrency?: AdaptiveConcurrency;
   /** Attempts started per second at most, on top of `concurrency`; absent: no limit. */
   readonly rateLimit?: RateLimit;
+  /** Only events matching it make a delivery for this endpoint; absent: every event its `eventTypes` take. */
+  readonly filter?: PayloadFilter;
   /** Headers added to every request, in this order; absent: none. Herald's own `webhook-*` headers always win. */
   readonly headers?: readonly EndpointHeader[];
   /** The `authorization` Herald sends; absent: none. */

@@ -8,7 +8,7 @@
  * the delivery minutes behind); the delivery charts (`delivery-charts.ts`, shared with the portal): per minute
  * by outcome, the first-attempt success ratio and attempt latency p50/p95, over the last hour or
  * 24 h, for every endpoint or one chosen (`GET /v1/stats/series`); the endpoints with their health, breaker state,
- * the cluster's failure rate over the last hour and limits (concurrency, rate limit, FIFO ordering); the event-type
+ * the cluster's failure rate over the last hour, limits (concurrency, rate limit, FIFO ordering) and payload filter; the event-type
  * catalog (each type's version, whether its payloads are checked, deprecated ones); the failures grouped by
  * endpoint and failure kind (retrying, dead, since when, a sample; the 50 largest groups) with a Replay button per group;
  * recent failures with their error; the
@@ -119,7 +119,8 @@ async function refresh() {
         const action = e.status === 'disabled' ? '<button data-enable="' + esc(e.id) + '">Enable</button>' : '';
         const limits = esc(e.concurrency) + ' at once' + (e.rateLimit ? ' · ' + esc(+e.rateLimit.perSecond.toPrecision(4)) + '/s, burst ' + esc(e.rateLimit.burst) : '')
           + (e.ordering === 'fifo' ? ' · FIFO, one per key' : '');
-        return row(['<code>' + esc(e.id) + '</code>', esc(e.tenantId), esc(e.url) + sentText(e), health,
+        const filter = e.filter ? '<br><span class="muted">filter <code data-filter>' + esc(JSON.stringify(e.filter)) + '</code></span>' : '';
+        return row(['<code>' + esc(e.id) + '</code>', esc(e.tenantId), esc(e.url) + sentText(e) + filter, health,
           '<span class="pill ' + breakerClass[breaker] + '">' + esc(breaker) + '</span>', rate, limits, signingText(e), esc((a?.queued ?? 0) + (a?.running ?? 0)),
           '<span class="bad">' + esc(a?.lastError ?? r?.lastError ?? '') + '</span>', action], 'data-endpoint="' + esc(e.id) + '"');
       }).join('');

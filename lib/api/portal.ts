@@ -6,9 +6,10 @@
  * with that tenant's data (`caller-scope.ts`).
  *
  * It shows the event types the platform defines (the catalog: description, schema version, deprecated
- * ones marked), the tenant's endpoints with their health and failure rate over the
- * last hour (every node's attempts, `GET /v1/stats`), a Send test event, Rotate secret and Disable/Enable button per
- * endpoint and the test event's outcome as it happens; the delivery charts of
+ * ones marked), the tenant's endpoints with their event types, payload filter, health and failure rate over the
+ * last hour (every node's attempts, `GET /v1/stats`), a Send test event, Rotate secret, Filter and Disable/Enable button per
+ * endpoint and the test event's outcome as it happens; the filter editor (set, remove, and try a filter on a sample
+ * event before saving it, `POST /v1/endpoints/:id/filter-test`); the delivery charts of
  * its endpoints, all or one picked, over the last hour or 24 h
  * (`delivery-charts.ts`, shared with the dashboard); the open dead letters with
  * Replay, the delivery log (filtered by endpoint, status, event type) with each
@@ -52,7 +53,16 @@ ${DELIVERY_CHARTS_CSS}
 <button id="logout" hidden>Sign out</button></header>
 <main>
 <p id="msg" role="status"></p>
-<section><h2>Your endpoints</h2><table id="endpoints"></table><div id="test-result"></div></section>
+<section><h2>Your endpoints</h2><table id="endpoints"></table><div id="test-result"></div>
+<form id="filter-form" hidden><h3>Payload filter of <code id="filter-of"></code></h3>
+<p class="muted">Only events matching it are sent to this endpoint, e.g. <code>{"payload.amount": {"$gte": 100}, "payload.country": {"$in": ["BR", "PT"]}}</code>.
+Operators: $eq $ne $gt $gte $lt $lte $in $nin $exists $or $and. Empty: every event of its event types.</p>
+<label>Filter (JSON) <textarea name="filter" rows="5" cols="70"></textarea></label>
+<p><button type="button" id="filter-save">Save filter</button> <button type="button" id="filter-remove">Remove filter</button>
+ <button type="button" id="filter-close">Close</button></p>
+<div class="inline"><label>Try it on an event type <input name="type" size="20" placeholder="order.paid"></label>
+<label>and payload (JSON) <textarea name="payload" rows="3" cols="50">{}</textarea></label>
+<button type="button" id="filter-try">Try</button></div><p id="filter-result" role="status"></p></form></section>
 <section id="types-section"><h2>Event types you can subscribe to</h2><table id="types"></table></section>
 <section id="charts-section"><h2>Deliveries over time</h2>
 ${deliveryChartsMarkup('all your endpoints')}</section>
@@ -125,6 +135,8 @@ function showSecret(endpointId, secret) {
 }
 
 let testWatch = null;
+let filterFor = null;
+function parsed(text, what) { try { return JSON.parse(text); } catch { throw new Error(what + ' is not valid JSON.'); } }
 async function refresh() {
   if (!token()) { say('Sign in with the token you were given (it starts with htk_).'); return; }
   try {
@@ -147,8 +159,10 @@ async function refresh() {
         const rate = r ? Math.round(r.failureRate * 100) + ' % <span class="muted">(' + r.failures + '/' + r.attempts + ')</span>' : '<span class="muted">no attempts</span>';
         const id = esc(e.id);
         return row(['<code>' + id + '</code>' + (e.description ? '<br><span class="muted">' + esc(e.description) + '</span>' : ''), esc(e.url) + sentText(e),
-          esc(e.eventTypes.length ? e.eventTypes.join(', ') : 'every type'), health, rate, signingText(e),
+          esc(e.eventTypes.length ? e.eventTypes.join(', ') : 'every type') + (e.filter ? '<br><span class="muted">filter</span> <code data-filter>' +
+            esc(JSON.stringify(e.filter)) + '</code>' : ''), health, rate, signingText(e),
           '<button data-test="' + id + '">Send test event</button> <button data-rotate="' + id + '">Rotate secret</button> ' +
+          '<button data-filter-edit="' + id + '">Filter</button> ' +
           (e.status === 'disabled' ? '<button data-enable="' + id + '">Enable</button>' : '<button data-disable="' + id + '">Disable</button>') +
           ' <button data-log="' + id + '">Deliveries</button> <button data-seq="' + id + '">Events by sequence</button>'], 'data-endpoint="' + id + '"');
       }).join('');
@@ -247,6 +261,25 @@ document.addEventListener('click', async (ev) => {
       const id = t.dataset.enable || t.dataset.disable;
       await api('/v1/endpoints/' + encodeURIComponent(id) + '/' + (t.dataset.enable ? 'enable' : 'disable'), { method: 'POST' });
       say((t.dataset.enable ? 'Enabled ' : 'Disabled ') + id + '.'); refresh();
+    } else if (t.dataset.filterEdit) {
+      const e = await api('/v1/endpoints/' + encodeURIComponent(t.dataset.filterEdit));
+      filterFor = e.id; $('filter-of').textContent = e.id; $('filter-result').textContent = '';
+      $('filter-form').elements.filter.value = e.filter ? JSON.stringify(e.filter, null, 2) : '';
+      $('filter-form').hidden = false; $('filter-form').scrollIntoView();
+    } else if (t.id === 'filter-save' || t.id === 'filter-remove') {
+      const text = t.id === 'filter-remove' ? '' : $('filter-form').elements.filter.value.trim();
+      const e = await api('/v1/endpoints/' + encodeURIComponent(filterFor), { method: 'PATCH', body: JSON.stringify({ filter: text ? parsed(text, 'The filter') : null }) });
+      $('filter-form').elements.filter.value = e.filter ? JSON.stringify(e.filter, null, 2) : '';
+      say(e.filter ? 'Saved the filter of ' + e.id + '.' : 'Removed the filter of ' + e.id + ': it gets every event of its event types.'); refresh();
+    } else if (t.id === 'filter-try') {
+      const f = $('filter-form').elements; const text = f.filter.value.trim();
+      const body = { payload: parsed(f.payload.value, 'The payload'), filter: text ? parsed(text, 'The filter') : null };
+      if (f.type.value.trim()) body.type = f.type.value.trim();
+      const r = await api('/v1/endpoints/' + encodeURIComponent(filterFor) + '/filter-test', { method: 'POST', body: JSON.stringify(body) });
+      $('filter-result').className = r.matches ? 'ok' : 'bad';
+      $('filter-result').textContent = r.matches ? 'Matches: this event would be sent.' : 'Does not match: ' + r.failed + ' failed.';
+    } else if (t.id === 'filter-close') {
+      $('filter-form').hidden = true;
     } else if (t.dataset.seq) {
       $('seq-form').elements.endpointId.value = t.dataset.seq; await sequence(); $('sequence').scrollIntoView();
     } else if (t.dataset.log) {
@@ -260,6 +293,7 @@ document.addEventListener('click', async (ev) => {
   } catch (e) { say(e.message, true); }
 });
 $('search').addEventListener('submit', (ev) => { ev.preventDefault(); search(true); });
+$('filter-form').addEventListener('submit', (ev) => ev.preventDefault());
 $('seq-form').addEventListener('submit', (ev) => { ev.preventDefault(); sequence(); });
 $('seq-more').addEventListener('click', () => sequence(true));
 $('login').addEventListener('submit', (ev) => { ev.preventDefault(); sessionStorage.setItem('heraldPortalToken', $('token').value.trim()); $('token').value = ''; say(''); showLogin(); refresh(); });

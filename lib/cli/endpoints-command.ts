@@ -1,10 +1,12 @@
 /**
- * `herald endpoints add|update|list|show|events|enable|disable|rotate-secret`: endpoints
+ * `herald endpoints add|update|list|show|events|filter-test|enable|disable|rotate-secret`: endpoints
  * over the admin API. Secrets are printed only when the API returns one
  * (on `add` and `rotate-secret`), never listed; an ed25519 key's public key
  * (`--scheme ed25519`) is public and `show` prints it too. `events` lists an endpoint's
- * deliveries after a sequence number (`webhook-sequence`), to explain a gap.
+ * deliveries after a sequence number (`webhook-sequence`), to explain a gap;
+ * `filter-test` says whether an event would reach the endpoint, and if not which condition failed.
  */
+import { readFileSync } from 'node:fs';
 import type { SequencePage } from '../endpoints/sequence-page.ts';
 import { durationText } from '../clock.ts';
 import { AdminClient } from './admin-client.ts';
@@ -28,6 +30,8 @@ interface EndpointView extends CredentialView {
   readonly concurrency: number;
   /** `null` (or absent, from an older node): no rate limit. */
   readonly rateLimit?: { readonly perSecond: number; readonly burst: number } | null;
+  /** `null` (or absent, from an older node): no payload filter. */
+  readonly filter?: Record<string, unknown> | null;
   readonly status: string;
   readonly disabledReason: string | null;
   readonly failingSince: number | null;
@@ -49,6 +53,10 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
     'timeout-ms': { type: 'string' },
     concurrency: { type: 'string' },
     'rate-limit': { type: 'string' },
+    filter: { type: 'string' },
+    'filter-file': { type: 'string' },
+    payload: { type: 'string' },
+    type: { type: 'string' },
     mode: { type: 'string' },
     ordering: { type: 'string' },
     scheme: { type: 'string' },
@@ -132,6 +140,17 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
         }
         return 0;
       }
+      case 'filter-test': {
+        if (values.payload === undefined) throw new UsageError('endpoints filter-test: --payload <json> is required');
+        const body: Record<string, unknown> = { payload: jsonOption('payload', values.payload) };
+        if (values.type !== undefined) body.type = values.type;
+        const filter = filterOf(values);
+        if (filter !== undefined) body.filter = filter;
+        const answer = await client.post<{ matches: boolean; failed: string | null }>(`/v1/endpoints/${encodeURIComponent(needsId())}/filter-test`, body);
+        if (values.json === true) writeJson(io, answer);
+        else io.stdout.write(answer.matches ? 'Matches: the endpoint would get this event.\n' : `Does not match: ${answer.failed ?? ''} failed.\n`);
+        return 0;
+      }
       case 'enable':
       case 'disable': {
         const endpoint = await client.post<EndpointView>(`/v1/endpoints/${encodeURIComponent(needsId())}/${action}`);
@@ -152,7 +171,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
         return 0;
       }
       case undefined:
-        throw new UsageError('endpoints: an action is required (add, update, list, show, events, enable, disable, rotate-secret)');
+        throw new UsageError('endpoints: an action is required (add, update, list, show, events, filter-test, enable, disable, rotate-secret)');
       default:
         throw new UsageError(`endpoints: unknown action '${action}'`);
     }
@@ -175,6 +194,8 @@ function settingsOf(values: Record<string, string | boolean | readonly string[] 
   if (timeoutMs !== undefined) body.timeoutMs = parseInteger('timeout-ms', timeoutMs, 1, 10_000_000);
   if (concurrency !== undefined) body.concurrency = parseInteger('concurrency', concurrency, 1, 10_000);
   if (rateLimit !== undefined) body.rateLimit = rateLimitOption(rateLimit);
+  const filter = filterOf(values);
+  if (filter !== undefined) body.filter = filter;
   if (text('mode') !== undefined) body.mode = text('mode');
   if (text('ordering') !== undefined) body.ordering = text('ordering');
   if (text('description') !== undefined) body.description = text('description');
@@ -200,6 +221,7 @@ function show(e: EndpointView): string {
     ['concurrency', e.concurrency],
     ['rate limit', rateLimitText(e.rateLimit ?? null)],
     ...credentialLines(e),
+    ['filter', e.filter == null ? 'none' : JSON.stringify(e.filter)],
     ['failing since', time(e.failingSince)],
     ['secrets', e.secretCount],
     ...(e.signingKeys === undefined ? [] : [['signing keys', e.signingKeys.map(signingKeyText).join('; ')] as [string, string]]),
@@ -242,6 +264,32 @@ function retryText(retry: EndpointView['retry']): string {
   if (retry.preset !== undefined) return `${retry.preset}${jitter}`;
   if (retry.schedule !== undefined) return `${retry.schedule.join(',')}${jitter}`;
   return JSON.stringify(retry);
+}
+
+/**
+ * `--filter <json>` or `--filter-file <path>`: the payload filter as JSON (`null` removes it), for
+ * the API to validate; undefined when neither is given.
+ */
+function filterOf(values: Record<string, string | boolean | readonly string[] | undefined>): unknown {
+  const text = typeof values.filter === 'string' ? values.filter : undefined;
+  const path = typeof values['filter-file'] === 'string' ? values['filter-file'] : undefined;
+  if (text !== undefined && path !== undefined) throw new UsageError('--filter and --filter-file: give one of them');
+  if (text !== undefined) return jsonOption('filter', text);
+  if (path === undefined) return undefined;
+  try {
+    return jsonOption('filter-file', readFileSync(path, 'utf8'));
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    throw new UsageError(`--filter-file: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+}
+
+function jsonOption(name: string, text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new UsageError(`--${name}: must be valid JSON (got ${text.length > 80 ? `${text.slice(0, 77)}...` : text})`);
+  }
 }
 
 /** Per second, minute or hour. */

@@ -22,11 +22,11 @@ export const SECRETS_USAGE = `Usage: herald secrets reencrypt [--config <file>] 
   HERALD_SECRET_KEYS_PREVIOUS. Works on the store directly, nodes may be running. Afterwards the
   previous keys can be dropped. Exits 1 when an endpoint's secrets cannot be opened (listed with their key id).`;
 
-export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|update|list|show|events|enable|disable|rotate-secret> [options]
+export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|update|list|show|events|filter-test|enable|disable|rotate-secret> [options]
 
   herald endpoints add <endpoint url> --tenant <id> [--event-types a.b,c.*] [--retry default|aggressive|relaxed|PT10S,PT1M|<JSON>]
                        [--timeout-ms <n>] [--concurrency <n>] [--rate-limit <n>/s[,<burst>]] [--mode at-least-once|at-most-once]
-                       [--ordering none|fifo] [--description <text>] [--id <id>] [--scheme hmac-sha256|ed25519]
+                       [--ordering none|fifo] [--filter <json> | --filter-file <path>] [--description <text>] [--id <id>] [--scheme hmac-sha256|ed25519]
                        [--header 'X-Name: value']... [--secret-header 'X-Key: value']... [--no-headers]
                        [--auth-bearer <token> | --auth-basic <user>:<password> | --no-auth |
                         --oauth2-token-url <url> --oauth2-client-id <id> --oauth2-client-secret <secret>
@@ -37,6 +37,9 @@ export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|update|list|show|ev
   herald endpoints show <id>
   herald endpoints events <id> [--after <n>] [--limit <n, default 100>]
                                         its deliveries numbered after n (webhook-sequence), in order
+  herald endpoints filter-test <id> --payload <json> [--type <event type>] [--filter <json> | --filter-file <path>]
+                                        would this event reach it? if not, which condition failed (--filter: try
+                                        that filter instead of the saved one; nothing is saved or published)
   herald endpoints enable <id>          re-enable; its waiting deliveries go out at once
   herald endpoints disable <id>
   herald endpoints rotate-secret <id> [--scheme hmac-sha256|ed25519]
@@ -51,7 +54,9 @@ export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|update|list|show|ev
   --rate-limit takes attempts per second (or /min, /h), then the burst if not the default (a second's worth):
           10/s, 0.5/s, 30/min, 10/s,50
   --header and --secret-header (repeatable) replace the endpoint's custom headers whole; a secret one's
-          value is sealed at rest and never shown. --no-headers and --no-auth remove them.`;
+          value is sealed at rest and never shown. --no-headers and --no-auth remove them.
+  --filter takes a payload filter as JSON (docs/FILTERS.md); null removes it:
+          '{"payload.amount":{"$gte":100},"payload.country":{"$in":["BR","PT"]}}'`;
 
 export const PUBLISH_USAGE = `Usage: herald publish --tenant <id> --type <event type> --payload <json | @file | -> [--endpoint <id>] [--id <event id>]
                       [--ordering-key <key>]

@@ -7,7 +7,7 @@
 import type { Clock } from '../clock.ts';
 import { ConflictError, NotFoundError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { DisabledReason, type AdaptiveConcurrency, type Endpoint, type RateLimit, type SignatureScheme, type SigningSecret } from '../model.ts';
+import { DisabledReason, type AdaptiveConcurrency, type Endpoint, type PayloadFilter, type RateLimit, type SignatureScheme, type SigningSecret } from '../model.ts';
 import { generateSigningSecret, schemeOf } from '../signing/secret.ts';
 import type { SecretBox } from '../signing/secret-box.ts';
 import type { EndpointPatch, Store } from '../store/port.ts';
@@ -15,9 +15,10 @@ import { authView, sealAuth, type AuthView } from './endpoint-auth-input.ts';
 import { checkHeadersBesideAuth, headersView, sealHeaders, type HeaderView } from './endpoint-headers.ts';
 import { validateEndpointChanges, validateNewEndpoint, type EndpointDefaults } from './endpoint-input.ts';
 import { rowsToRead, sequencePageOf, type SequencePage, type SequencePageRequest } from './sequence-page.ts';
+import { testSubscription, validateFilterTest, type FilterTestResult } from './subscription.ts';
 
 /** An endpoint as the API shows it: never its secrets. */
-export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit' | 'adaptiveConcurrency' | 'headers' | 'auth'> & {
+export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit' | 'adaptiveConcurrency' | 'filter' | 'headers' | 'auth'> & {
   /** By name; a secret one without its value. `null`: none. */
   readonly headers: Record<string, HeaderView> | null;
   /** Without its secret part. `null`: none. */
@@ -26,6 +27,8 @@ export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit' | 'adaptiveCon
   readonly rateLimit: RateLimit | null;
   /** `null`: a fixed concurrency. */
   readonly adaptiveConcurrency: AdaptiveConcurrency | null;
+  /** `null`: no payload filter. */
+  readonly filter: PayloadFilter | null;
   readonly secretCount: number;
   /** When the previous secret stops signing, during a rotation. */
   readonly previousSecretExpiresAt: number | null;
@@ -101,6 +104,7 @@ export class EndpointAdmin {
       ...(fields.adaptiveConcurrency === undefined ? {} : { adaptiveConcurrency: fields.adaptiveConcurrency }),
       ...(fields.headers === undefined ? {} : { headers: sealHeaders(fields.headers, (value) => this.#secretBox.seal(value, id)) }),
       ...(fields.auth === undefined ? {} : { auth: sealAuth(fields.auth, (value) => this.#secretBox.seal(value, id)) }),
+      ...(fields.filter === undefined ? {} : { filter: fields.filter }),
       status: 'enabled',
       disabledReason: null,
       failingSince: null,
@@ -146,6 +150,16 @@ export class EndpointAdmin {
     });
   }
 
+  /**
+   * Whether an event (`{type?, payload}`) would reach the endpoint: its event types, then its payload
+   * filter, or `filter` from the input to try one before saving it. Publishes nothing.
+   * @throws ValidationError naming the field; NotFoundError (`endpointId`).
+   */
+  async testFilter(id: string, input: unknown): Promise<FilterTestResult> {
+    const request = validateFilterTest(input);
+    return testSubscription(await this.endpoint(id), request);
+  }
+
   async delete(id: string): Promise<void> {
     if (!(await this.#store.deleteEndpoint(id, this.#clock.now()))) throw new NotFoundError('endpoint', id, 'endpointId');
     await this.#engine.endpointChanged(undefined, id);
@@ -180,12 +194,13 @@ export class EndpointAdmin {
 }
 
 export function viewOf(endpoint: Endpoint): EndpointView {
-  const { secrets, rateLimit, adaptiveConcurrency, headers, auth, ...rest } = endpoint;
+  const { secrets, rateLimit, adaptiveConcurrency, filter, headers, auth, ...rest } = endpoint;
   const previous = secrets.find((s) => s.expiresAt !== null);
   return {
     ...rest,
     rateLimit: rateLimit ?? null,
     adaptiveConcurrency: adaptiveConcurrency ?? null,
+    filter: filter ?? null,
     headers: headersView(headers),
     auth: authView(auth),
     secretCount: secrets.length,

@@ -5,7 +5,7 @@
 import { durationText } from '../clock.ts';
 import { ValidationError } from '../errors.ts';
 import {
-  ADAPTIVE_CONCURRENCY_DEFAULTS, DeliveryMode, EndpointOrdering, SignatureScheme, type AdaptiveConcurrency, type Endpoint, type EndpointAuth, type EndpointHeader, type RateLimit,
+  ADAPTIVE_CONCURRENCY_DEFAULTS, DeliveryMode, EndpointOrdering, SignatureScheme, type AdaptiveConcurrency, type Endpoint, type EndpointAuth, type EndpointHeader, type PayloadFilter, type RateLimit,
   type RetrySpec,
 } from '../model.ts';
 import { validateEndpointUrl } from '../delivery/validate-url.ts';
@@ -13,6 +13,7 @@ import { resolveRetrySpec } from '../policy/retry-policy.ts';
 import { validateAdaptiveConcurrency } from './adaptive-concurrency.ts';
 import { validateAuth } from './endpoint-auth-input.ts';
 import { checkHeadersBesideAuth, validateHeaders } from './endpoint-headers.ts';
+import { validatePayloadFilter } from './payload-filter.ts';
 import { validateRateLimit } from './rate-limit.ts';
 
 export interface EndpointDefaults {
@@ -26,7 +27,7 @@ export interface EndpointDefaults {
 /** The fields a caller chooses when creating an endpoint; Herald sets the rest. */
 export type NewEndpointFields = Pick<
   Endpoint,
-  'tenantId' | 'url' | 'description' | 'eventTypes' | 'retry' | 'timeoutMs' | 'mode' | 'ordering' | 'concurrency' | 'rateLimit' | 'adaptiveConcurrency'
+  'tenantId' | 'url' | 'description' | 'eventTypes' | 'retry' | 'timeoutMs' | 'mode' | 'ordering' | 'concurrency' | 'rateLimit' | 'adaptiveConcurrency' | 'filter'
   | 'headers' | 'auth'
 > & {
   readonly id?: string;
@@ -34,11 +35,13 @@ export type NewEndpointFields = Pick<
   readonly signatureScheme: SignatureScheme;
 };
 
-export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' | 'rateLimit' | 'adaptiveConcurrency' | 'signatureScheme' | 'headers' | 'auth'>> & {
+export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' | 'rateLimit' | 'adaptiveConcurrency' | 'signatureScheme' | 'filter' | 'headers' | 'auth'>> & {
   /** A new limit (replacing the old one whole), or `null` to lift it. */
   readonly rateLimit?: RateLimit | null;
   /** Adaptive concurrency (settings replacing the old ones whole), or `null` for a fixed concurrency. */
   readonly adaptiveConcurrency?: AdaptiveConcurrency | null;
+  /** A new payload filter (replacing the old one whole), or `null` to remove it. */
+  readonly filter?: PayloadFilter | null;
   /** New custom headers (replacing the old ones whole; secret values not yet sealed), or `null` for none. */
   readonly headers?: readonly EndpointHeader[] | null;
   /** New authentication (replacing the old one whole; its secret not yet sealed), or `null` for none. */
@@ -49,7 +52,7 @@ export const TIMEOUT_MIN_MS = 1_000;
 export const TIMEOUT_MAX_MS = 30_000;
 const ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 const EVENT_FILTER_PATTERN = /^(\*|[A-Za-z0-9_:-]+(\.[A-Za-z0-9_:-]+)*(\.\*)?)$/;
-const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'ordering', 'concurrency', 'rateLimit', 'adaptiveConcurrency', 'headers', 'auth'] as const;
+const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'ordering', 'concurrency', 'rateLimit', 'adaptiveConcurrency', 'filter', 'headers', 'auth'] as const;
 const CREATABLE = ['id', 'tenantId', 'signatureScheme', ...EDITABLE] as const;
 
 export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults): NewEndpointFields {
@@ -74,6 +77,8 @@ export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults):
     ...(changes.rateLimit == null ? {} : { rateLimit: changes.rateLimit }),
     // Absent: as the node's default says; null: fixed.
     ...adaptiveOf(changes.adaptiveConcurrency, defaults.adaptiveConcurrency),
+    // Absent or null: every event its event types take.
+    ...(changes.filter == null ? {} : { filter: changes.filter }),
     // Absent, null or empty: none.
     ...(changes.headers == null ? {} : { headers: changes.headers }),
     ...(changes.auth == null ? {} : { auth: changes.auth }),
@@ -135,6 +140,7 @@ function validateChanges(body: Record<string, unknown>): EndpointChanges {
   if (body.adaptiveConcurrency !== undefined) {
     out.adaptiveConcurrency = body.adaptiveConcurrency === null ? null : validateAdaptiveConcurrency(body.adaptiveConcurrency, 'adaptiveConcurrency');
   }
+  if (body.filter !== undefined) out.filter = body.filter === null ? null : validatePayloadFilter(body.filter, 'filter');
   if (body.headers !== undefined) {
     const headers = body.headers === null ? [] : validateHeaders(body.headers, 'headers');
     out.headers = headers.length === 0 ? null : headers;

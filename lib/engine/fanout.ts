@@ -4,28 +4,19 @@
  * event twice (a crash between fan-out and marking it done) plans the same ids
  * and the store creates nothing twice.
  */
+import { eventSubject, filterTestOf, type FilterSubject } from '../endpoints/payload-filter-match.ts';
+import { matchesEventType } from '../endpoints/subscription.ts';
 import { deliveryIdFor, slotOf } from '../ids.ts';
 import type { Endpoint, OutboxEvent } from '../model.ts';
 import type { NewDelivery } from '../store/port.ts';
 
 /**
- * True when `type` passes the endpoint's filters: an empty list or `*` takes
- * every type, `invoice.*` takes `invoice.paid` and `invoice.line.added`, any
- * other filter must equal the type.
- */
-export function matchesEventType(filters: readonly string[], type: string): boolean {
-  if (filters.length === 0) return true;
-  return filters.some((filter) => {
-    if (filter === '*') return true;
-    if (filter.endsWith('.*')) return type.startsWith(filter.slice(0, -1));
-    return filter === type;
-  });
-}
-
-/**
  * The deliveries for one event. Disabled endpoints get theirs too: they wait
  * and go out when the endpoint is re-enabled, so disabling never loses events.
- * An event addressed to one endpoint goes to that endpoint only, whatever its filters.
+ * An endpoint with a payload filter the event does not match gets none. The
+ * payload is parsed at most once, and only when a target has a filter.
+ * An event addressed to one endpoint goes to that endpoint only, whatever its filters
+ * (a test event, or one the producer aimed on purpose).
  */
 export function planDeliveries(
   event: OutboxEvent,
@@ -33,10 +24,15 @@ export function planDeliveries(
   slotCount: number,
   now: number,
 ): NewDelivery[] {
-  const targets = tenantEndpoints.filter((endpoint) =>
-    endpoint.tenantId === event.tenantId &&
-    (event.endpointId === null ? matchesEventType(endpoint.eventTypes, event.type) : endpoint.id === event.endpointId),
-  );
+  let subject: FilterSubject | undefined;
+  const targets = tenantEndpoints.filter((endpoint) => {
+    if (endpoint.tenantId !== event.tenantId) return false;
+    if (event.endpointId !== null) return endpoint.id === event.endpointId;
+    if (!matchesEventType(endpoint.eventTypes, event.type)) return false;
+    if (endpoint.filter === undefined) return true;
+    subject ??= eventSubject(event.type, event.payload);
+    return filterTestOf(endpoint.filter)(subject) === null;
+  });
   return targets.map((endpoint) => ({
     id: deliveryIdFor(event.id, endpoint.id, event.createdAt),
     eventId: event.id,

@@ -3,10 +3,10 @@
  * fields the patch gives replace the current ones (undefined ones are left
  * alone), the id and tenant never change, a `rateLimit` of `null` lifts
  * the limit (the endpoint then has none, as one created without), and an
- * `adaptiveConcurrency` of `null` makes the concurrency fixed, `headers` or
- * `auth` of `null` removes them. A patch with `expectedSecrets` applies only
- * while the stored secrets are those, with `expectedCredentials` only while
- * the stored headers and auth are those.
+ * `adaptiveConcurrency` of `null` makes the concurrency fixed, a `filter` of
+ * `null` removes the payload filter, `headers` or `auth` of `null` removes them.
+ * A patch with `expectedSecrets` applies only while the stored secrets are those,
+ * with `expectedCredentials` only while the stored headers and auth are those.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { ConflictError } from '../errors.ts';
@@ -22,12 +22,14 @@ export function patchedEndpoint(current: Endpoint, patch: EndpointPatch, now: nu
   const {
     rateLimit,
     adaptiveConcurrency,
+    filter,
     headers,
     auth,
     ...next
   }: Endpoint & {
     rateLimit?: Endpoint['rateLimit'] | null;
     adaptiveConcurrency?: Endpoint['adaptiveConcurrency'] | null;
+    filter?: Endpoint['filter'] | null;
     headers?: Endpoint['headers'] | null;
     auth?: Endpoint['auth'] | null;
   } = {
@@ -41,6 +43,7 @@ export function patchedEndpoint(current: Endpoint, patch: EndpointPatch, now: nu
     ...next,
     ...(rateLimit == null ? {} : { rateLimit }),
     ...(adaptiveConcurrency == null ? {} : { adaptiveConcurrency }),
+    ...(filter == null ? {} : { filter }),
     ...(headers == null ? {} : { headers }),
     ...(auth == null ? {} : { auth }),
   };

@@ -212,6 +212,8 @@ export interface EndpointPatch {
   readonly rateLimit?: Endpoint['rateLimit'] | null;
   /** New adaptive-concurrency settings, or `null` for a fixed concurrency (the endpoint then has no `adaptiveConcurrency`). */
   readonly adaptiveConcurrency?: Endpoint['adaptiveConcurrency'] | null;
+  /** A new payload filter, or `null` to remove it (the endpoint then has no `filter`). */
+  readonly filter?: Endpoint['filter'] | null;
   /** New custom headers, secret values sealed, or `null` for none (the endpoint then has no `headers`). */
   readonly headers?: Endpoint['headers'] | null;
   /** New authentication, its secret sealed, or `null` for none (the endpoint then has no `auth`). */

@@ -7,7 +7,7 @@
  * hence `Number()` where that can happen.
  */
 import type {
-  AdaptiveConcurrency, Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, EndpointAuth, EndpointHeader, OutboxEvent, Outcome, RateLimit, ReplayJobFilter, ReplayJobRecord,
+  AdaptiveConcurrency, Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, EndpointAuth, EndpointHeader, OutboxEvent, Outcome, PayloadFilter, RateLimit, ReplayJobFilter, ReplayJobRecord,
   ReplayJobState, TenantToken, TraceContext, TriageState,
 } from '../model.ts';
 import { EndpointOrdering, EndpointStatus } from '../model.ts';
@@ -37,6 +37,8 @@ export interface EndpointRow {
   rate_limit: JsonColumn<RateLimit> | null;
   /** NULL: a fixed concurrency (and every row written before the column existed). */
   adaptive_concurrency: JsonColumn<AdaptiveConcurrency> | null;
+  /** NULL: no payload filter (and every row written before the column existed). */
+  payload_filter: JsonColumn<PayloadFilter> | null;
   /** NULL: no custom headers (and every row written before the column existed); secret values sealed. */
   headers: JsonColumn<EndpointHeader[]> | null;
   /** NULL: no authentication (and every row written before the column existed); its secret sealed. */
@@ -154,6 +156,7 @@ export function endpointFromRow(row: EndpointRow): Endpoint {
     ...(row.adaptive_concurrency === null || row.adaptive_concurrency === undefined
       ? {}
       : { adaptiveConcurrency: fromJson(row.adaptive_concurrency) }),
+    ...(row.payload_filter === null || row.payload_filter === undefined ? {} : { filter: fromJson(row.payload_filter) }),
     ...(row.headers === null || row.headers === undefined ? {} : { headers: fromJson(row.headers) }),
     ...(row.auth === null || row.auth === undefined ? {} : { auth: fromJson(row.auth) }),
   };

@@ -213,6 +213,27 @@ describe('Dashboard (in Chromium)', function () {
     });
   });
 
+  context('when an endpoint has a payload filter', () => {
+    it('shows it under the URL, escaped, and nothing for an endpoint without one', async () => {
+      f = await startStatus();
+      const filter = { 'payload.amount': { $gte: 100 }, 'payload.note': '<b>x</b>' };
+      const filtered = (await f.t.herald.createEndpoint({ tenantId: 'acme', url: 'https://example.com/a', filter })).endpoint;
+      const plain = (await f.t.herald.createEndpoint({ tenantId: 'acme', url: 'https://example.com/b' })).endpoint;
+      const page = await browser!.newPage();
+      try {
+        await page.goto(`${f.base}/`);
+        await page.fill('#token', TOKEN);
+        await page.click('#login button');
+        const row = page.locator(`tr[data-endpoint="${filtered.id}"]`);
+        await row.waitFor();
+        expect(await row.locator('[data-filter]').innerText()).to.equal(JSON.stringify(filter));
+        expect(await page.locator(`tr[data-endpoint="${plain.id}"] [data-filter]`).count()).to.equal(0);
+      } finally {
+        await page.close();
+      }
+    });
+  });
+
   context('when an endpoint has a rate limit', () => {
     it("shows each endpoint's limits: its concurrency, its rate limit when it has one, FIFO when it is", async () => {
       f = await startStatus();

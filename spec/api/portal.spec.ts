@@ -135,6 +135,51 @@ describe('Portal (in Chromium, with a tenant token)', function () {
     }
   });
 
+  it("shows an endpoint's payload filter, tries another on a sample event, saves it and removes it", async () => {
+    f = await startStatus();
+    const filter = { 'payload.amount': { $gte: 100 } };
+    const { endpoint } = await f.t.herald.createEndpoint({ tenantId: 'acme', url: 'https://example.com/hook', eventTypes: ['order.*'], filter });
+    const { token } = await f.t.herald.tenantTokens.issue('acme', { name: 'acme developers' });
+    const page = await browser!.newPage();
+    try {
+      await page.goto(`${f.base}/portal`);
+      await page.fill('#token', token);
+      await page.click('#login button');
+      const row = page.locator(`tr[data-endpoint="${endpoint.id}"]`);
+      await row.waitFor();
+      expect(await row.locator('[data-filter]').innerText()).to.equal(JSON.stringify(filter));
+
+      await row.locator(`button[data-filter-edit="${endpoint.id}"]`).click();
+      const form = page.locator('#filter-form');
+      await form.waitFor();
+      expect(JSON.parse(await form.locator('textarea[name=filter]').inputValue())).to.deep.equal(filter);
+      const replacement = { 'payload.country': { $in: ['BR', 'PT'] } };
+      await form.locator('textarea[name=filter]').fill(JSON.stringify(replacement));
+      await form.locator('input[name=type]').fill('order.paid');
+      await form.locator('textarea[name=payload]').fill('{"country": "US"}');
+      await page.click('#filter-try');
+      await page.locator('#filter-result.bad').waitFor();
+      expect(await page.locator('#filter-result').innerText()).to.equal('Does not match: payload.country.$in failed.');
+      expect((await f.t.herald.getEndpoint(endpoint.id)).filter, 'trying saves nothing').to.deep.equal(filter);
+      await form.locator('textarea[name=payload]').fill('{"country": "PT"}');
+      await page.click('#filter-try');
+      await page.locator('#filter-result.ok').waitFor();
+
+      await page.click('#filter-save');
+      await page.locator('#msg', { hasText: 'Saved the filter' }).waitFor();
+      expect((await f.t.herald.getEndpoint(endpoint.id)).filter).to.deep.equal(replacement);
+      await form.locator('textarea[name=filter]').fill('{"payload.amount": {"$gte": true}}');
+      await page.click('#filter-save');
+      await page.locator('#msg.bad', { hasText: 'filter.payload.amount.$gte' }).waitFor();
+      await page.click('#filter-remove');
+      await page.locator('#msg', { hasText: 'Removed the filter' }).waitFor();
+      expect((await f.t.herald.getEndpoint(endpoint.id)).filter).to.equal(null);
+      await screenshot(page, 'portal-filter');
+    } finally {
+      await page.close();
+    }
+  });
+
   it('shows its dead letters and delivery log a page of 50 at a time; Older and Newer page through the cursor', async () => {
     f = await startStatus({ breaker: { volumeThreshold: 1_000 } });
     const { t } = f;

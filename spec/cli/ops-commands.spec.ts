@@ -1,5 +1,8 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { StatusServer } from '../../lib/api/status-server.ts';
@@ -212,6 +215,42 @@ describe('herald ops commands (CLI against a running status port)', function () 
       expect(bad.stderr).to.include('ordering: must be one of none, fifo (got "lifo")');
       const nothing = await herald(['endpoints', 'update', id]);
       expect(nothing.code).to.equal(2);
+    });
+  });
+
+  describe('endpoints --filter, --filter-file and filter-test', () => {
+    it('sets a filter from text or a file, shows it, tries events against it, removes it with null; refuses bad JSON (2) and a bad filter (1)', async () => {
+      const filter = '{"payload.amount":{"$gte":100},"payload.country":{"$in":["BR","PT"]}}';
+      const added = ok(await herald(['endpoints', 'add', `${sink.url}/f`, '--tenant', 'acme', '--filter', filter, '--json']));
+      const id = added.json.id as string;
+      expect(added.json.filter).to.deep.equal(JSON.parse(filter));
+      const dir = mkdtempSync(join(tmpdir(), 'herald-filter-'));
+      try {
+        writeFileSync(join(dir, 'filter.json'), '{"type": "order.paid"}');
+        const [shown, matches, fails, tried, fromFile, badJson, badFilter] = await Promise.all([
+          herald(['endpoints', 'show', id]),
+          herald(['endpoints', 'filter-test', id, '--payload', '{"amount":150,"country":"BR"}', '--type', 'order.paid']),
+          herald(['endpoints', 'filter-test', id, '--payload', '{"amount":99,"country":"BR"}', '--json']),
+          herald(['endpoints', 'filter-test', id, '--payload', '{"amount":1}', '--filter-file', join(dir, 'filter.json'), '--type', 'order.paid']),
+          herald(['endpoints', 'add', `${sink.url}/g`, '--tenant', 'acme', '--filter-file', join(dir, 'filter.json'), '--json']),
+          herald(['endpoints', 'update', id, '--filter', '{"payload.a":']),
+          herald(['endpoints', 'update', id, '--filter', '{"payload.a":{"$gte":true}}']),
+        ]);
+        expect(ok(shown).stdout).to.match(/^filter:\s+\{"payload.amount":\{"\$gte":100\},"payload.country":\{"\$in":\["BR","PT"\]\}\}$/m);
+        expect(ok(matches).stdout).to.equal('Matches: the endpoint would get this event.\n');
+        expect(ok(fails).json).to.deep.include({ matches: false, failed: 'payload.amount.$gte' });
+        expect(ok(tried).stdout, 'the filter given is tried, not the saved one').to.include('Matches');
+        expect(ok(fromFile).json.filter).to.deep.equal({ type: 'order.paid' });
+        expect(badJson.code).to.equal(2);
+        expect(badJson.stderr).to.include('--filter: must be valid JSON');
+        expect(badFilter.code).to.equal(1);
+        expect(badFilter.stderr).to.include('filter.payload.a.$gte: must be a number or a string (got true)');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+      const removed = ok(await herald(['endpoints', 'update', id, '--filter', 'null']));
+      expect(removed.stdout).to.match(/^filter:\s+none$/m);
+      expect(await t.herald.getEndpoint(id)).to.deep.include({ filter: null });
     });
   });
 

@@ -1,7 +1,7 @@
 /**
  * Endpoints (`/v1/endpoints`): create, list, read, update, delete, enable and
- * disable, the deliveries numbered after a sequence (gap detection) and a
- * test event. A tenant token may use them on its own endpoints.
+ * disable, the deliveries numbered after a sequence (gap detection), a
+ * payload filter tried on an event, and a test event. A tenant token may use them on its own endpoints.
  */
 import { sequencePageRequest } from '../../endpoints/sequence-page.ts';
 import type { Herald } from '../../herald.ts';
@@ -20,6 +20,7 @@ export type EndpointsHerald = Pick<
   | 'disableEndpoint'
   | 'listEndpointEvents'
   | 'sendTestEvent'
+  | 'testEndpointFilter'
 >;
 
 export function endpointRoutes(router: Router, h: EndpointsHerald): void {
@@ -46,6 +47,11 @@ export function endpointRoutes(router: Router, h: EndpointsHerald): void {
   router.route('GET', '/v1/endpoints/:id/events', async ({ params, query }) => ({
     status: 200,
     json: await h.listEndpointEvents(params.id ?? '', sequencePageRequest(query.get('after'), query.get('limit'))),
+  }), OWN_ENDPOINT);
+  // Would this event reach the endpoint? Its event types and payload filter (or a `filter` to try), publishing nothing.
+  router.route('POST', '/v1/endpoints/:id/filter-test', async ({ params, body }) => ({
+    status: 200,
+    json: await h.testEndpointFilter(params.id ?? '', await body()),
   }), OWN_ENDPOINT);
   router.route('POST', '/v1/endpoints/:id/test', async ({ params }) => {
     const sent = await h.sendTestEvent(params.id ?? '');

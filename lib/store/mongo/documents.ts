@@ -4,7 +4,7 @@
  * driver field (`_id`, `ord`, `at`, `claimId`, …) leaks into the model.
  */
 import type { ObjectId } from 'mongodb';
-import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, EndpointAuth, EndpointHeader, OutboxEvent, SigningSecret, TraceContext, Triage } from '../../model.ts';
+import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, EndpointAuth, EndpointHeader, OutboxEvent, PayloadFilter, SigningSecret, TraceContext, Triage } from '../../model.ts';
 import { EndpointOrdering, EndpointStatus } from '../../model.ts';
 import type { AttemptRecord, NewDelivery, NodeRecord, SlotLease } from '../port.ts';
 import { newObjectId } from './driver.ts';
@@ -27,6 +27,7 @@ export function endpointToDoc(endpoint: Endpoint): EndpointDoc {
       endpoint.adaptiveConcurrency === undefined
         ? null
         : { initial: endpoint.adaptiveConcurrency.initial, targetLatencyMs: endpoint.adaptiveConcurrency.targetLatencyMs },
+    payloadFilter: endpoint.filter === undefined ? null : JSON.stringify(endpoint.filter),
     headers: headersToDoc(endpoint.headers ?? null),
     auth: authToDoc(endpoint.auth ?? null),
     status: endpoint.status,
@@ -72,6 +73,7 @@ export function endpointFromDoc(doc: EndpointDoc): Endpoint {
     ...(doc.adaptiveConcurrency === null || doc.adaptiveConcurrency === undefined
       ? {}
       : { adaptiveConcurrency: { initial: doc.adaptiveConcurrency.initial, targetLatencyMs: doc.adaptiveConcurrency.targetLatencyMs } }),
+    ...(doc.payloadFilter === null || doc.payloadFilter === undefined ? {} : { filter: JSON.parse(doc.payloadFilter) as PayloadFilter }),
     ...(doc.headers === null || doc.headers === undefined ? {} : { headers: doc.headers.map((h) => ({ name: h.name, value: h.value, secret: h.secret })) }),
     ...(doc.auth === null || doc.auth === undefined ? {} : { auth: authFromDoc(doc.auth) }),
   };

@@ -345,6 +345,7 @@ export function endpointPatchUpdate(patch: EndpointPatch, now: number): UpdateFi
         ? null
         : { initial: patch.adaptiveConcurrency.initial, targetLatencyMs: patch.adaptiveConcurrency.targetLatencyMs };
   }
+  if (patch.filter !== undefined) set.payloadFilter = patch.filter === null ? null : JSON.stringify(patch.filter);
   if (patch.headers !== undefined) set.headers = headersToDoc(patch.headers);
   if (patch.auth !== undefined) set.auth = authToDoc(patch.auth);
   if (patch.status !== undefined) set.status = patch.status;

@@ -101,6 +101,12 @@ export interface EndpointDoc {
    * (read as fixed too, so no migration).
    */
   adaptiveConcurrency?: { initial: number; targetLatencyMs: number } | null;
+  /**
+   * The payload filter as JSON text: its keys are dotted paths and `$` operators, which MongoDB
+   * would take for its own in an update. `null`: no filter; missing in documents written before
+   * filters existed (read as none too, so no migration).
+   */
+  payloadFilter?: string | null;
   /** Custom headers, secret values sealed; `null`: none, and missing in documents written before they existed (read as none). */
   headers?: HeaderDoc[] | null;
   /** Authentication, its secret sealed; `null`: none, and missing in documents written before it existed (read as none). */

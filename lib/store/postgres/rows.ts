@@ -38,5 +38,6 @@ export function endpointValues(endpoint: Endpoint): unknown[] {
     endpoint.ordering,
     endpoint.headers === undefined ? null : JSON.stringify(endpoint.headers),
     endpoint.auth === undefined ? null : JSON.stringify(endpoint.auth),
+    endpoint.filter === undefined ? null : JSON.stringify(endpoint.filter),
   ];
 }

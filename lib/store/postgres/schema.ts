@@ -428,6 +428,13 @@ INSERT INTO ${s}.event_type_catalog (only_row, version) VALUES (true, 0) ON CONF
 `,
   },
   {
+    version: 19,
+    what: "an endpoint's payload filter",
+    // NULL: no filter, as every endpoint had before. json, not jsonb: it keeps the keys in the order
+    // given, which is the order the conditions are tried in (and the first failing one is named).
+    sql: (s) => `ALTER TABLE ${s}.endpoints ADD COLUMN IF NOT EXISTS payload_filter json;`,
+  },
+  {
     version: 20,
     what: "an endpoint's custom headers and authentication",
     // [{"name", "value", "secret"}] and {"type", …}, secret parts sealed; NULL: none, as every

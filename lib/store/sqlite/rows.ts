@@ -26,6 +26,7 @@ export function endpointToRow(endpoint: Endpoint): EndpointRow {
     concurrency: endpoint.concurrency,
     rate_limit: endpoint.rateLimit === undefined ? null : JSON.stringify(endpoint.rateLimit),
     adaptive_concurrency: endpoint.adaptiveConcurrency === undefined ? null : JSON.stringify(endpoint.adaptiveConcurrency),
+    payload_filter: endpoint.filter === undefined ? null : JSON.stringify(endpoint.filter),
     headers: endpoint.headers === undefined ? null : JSON.stringify(endpoint.headers),
     auth: endpoint.auth === undefined ? null : JSON.stringify(endpoint.auth),
     status: endpoint.status,

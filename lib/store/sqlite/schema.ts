@@ -257,6 +257,12 @@ INSERT OR IGNORE INTO meta (key, value) VALUES ('event_types_version', '0');
 `,
   },
   {
+    version: 17,
+    what: "an endpoint's payload filter",
+    // JSON text, as given; NULL: no filter (every event its event types take), as every endpoint had before.
+    sql: `ALTER TABLE endpoints ADD COLUMN payload_filter TEXT;`,
+  },
+  {
     version: 18,
     what: "an endpoint's custom headers and authentication",
     // JSON text: [{"name", "value", "secret"}] and {"type", …}, secret parts sealed; NULL: none, as

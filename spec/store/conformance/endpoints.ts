@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import type { ManualClock } from '../../../lib/clock.ts';
 import { ErrorCode, type HeraldError } from '../../../lib/errors.ts';
-import type { Endpoint } from '../../../lib/model.ts';
+import type { Endpoint, PayloadFilter } from '../../../lib/model.ts';
 import type { Store } from '../../../lib/store/port.ts';
 import { SECOND, MINUTE, HOUR, DAY, OK, makeEndpoint, attempt, rejection, type ConformanceSuite } from './fixtures.ts';
 
@@ -179,6 +179,40 @@ export function describeEndpoints(suite: ConformanceSuite): void {
         await addEndpoint('ep_2', 'acme');
         const none = await store.updateEndpoint('ep_2', { auth: oauth, expectedCredentials: { headers: null, auth: null } }, clock.now());
         expect(none?.auth).to.deep.equal(oauth);
+      });
+    });
+
+    context('when an endpoint has a payload filter', () => {
+      // Dotted keys, `$` operators, nesting, a literal object and unicode: all kept as given, key order included.
+      const filter: PayloadFilter = {
+        'payload.amount': { $gte: 100, $lt: 1e6 },
+        type: { $in: ['order.paid', 'order.refunded'] },
+        $or: [{ 'payload.country': 'BR' }, { 'payload.meta': { $eq: { tier: 'gold', 'a.b': [1, null, 'ç'] } } }],
+        'payload.items.0.sku': { $exists: true },
+      };
+
+      it('reads it back exactly, keys in order, and one without a filter has no filter', async () => {
+        const filtered = await addEndpoint('ep_1', 'acme', { filter });
+        const plain = await addEndpoint('ep_2', 'acme');
+        expect(await store.getEndpoint('ep_1')).to.deep.equal(filtered);
+        expect(Object.keys((await store.getEndpoint('ep_1'))?.filter ?? {})).to.deep.equal(Object.keys(filter));
+        expect(await store.getEndpoint('ep_2')).to.not.have.property('filter');
+        expect(await store.listEndpoints({ tenantId: 'acme' })).to.deep.equal([filtered, plain]);
+      });
+
+      it('sets, replaces and removes it by patch (null), leaving the other fields alone', async () => {
+        const created = await addEndpoint('ep_1', 'acme');
+        const set = await store.updateEndpoint('ep_1', { filter }, clock.now());
+        expect(set).to.deep.equal({ ...created, filter });
+        expect(await store.getEndpoint('ep_1')).to.deep.equal(set);
+        const kept = await store.updateEndpoint('ep_1', { concurrency: 3 }, clock.now());
+        expect(kept?.filter, 'a patch without filter keeps it').to.deep.equal(filter);
+        const replaced = await store.updateEndpoint('ep_1', { filter: { 'payload.x': 1 } }, clock.now());
+        expect(await store.getEndpoint('ep_1')).to.deep.equal(replaced);
+        expect(replaced?.filter).to.deep.equal({ 'payload.x': 1 });
+        const removed = await store.updateEndpoint('ep_1', { filter: null }, clock.now());
+        expect(removed).to.deep.equal({ ...created, concurrency: 3 });
+        expect(await store.getEndpoint('ep_1')).to.not.have.property('filter');
       });
     });
 

@@ -6,6 +6,7 @@
 import { expect } from 'chai';
 import type { ManualClock } from '../../../lib/clock.ts';
 import { ErrorCode } from '../../../lib/errors.ts';
+import { planDeliveries } from '../../../lib/engine/fanout.ts';
 import { deliveryIdFor, slotOf } from '../../../lib/ids.ts';
 import type { Store } from '../../../lib/store/port.ts';
 import { SLOTS, SECOND, MINUTE, OK, endpointIdInSlot, makeEvent, attempt, rejection, type ConformanceSuite } from './fixtures.ts';
@@ -99,6 +100,26 @@ export function describePublishAndFanOut(suite: ConformanceSuite): void {
           orderingKey: null,
         });
         expect(await store.listDeliveries({ eventId: event.id })).to.have.length(2);
+      });
+
+      it('gives a filtered endpoint only the events its filter matches, read back from the store, numbered without gaps', async () => {
+        await addEndpoint('ep_big', 'acme', { filter: { 'payload.amount': { $gte: 100 }, $or: [{ 'payload.country': { $in: ['BR', 'PT'] } }, { type: 'user.created' }] } });
+        await addEndpoint('ep_all', 'acme');
+        const events = [
+          makeEvent('evt_small', 'acme', clock.now(), { payload: JSON.stringify({ amount: 99, country: 'BR' }) }),
+          makeEvent('evt_br', 'acme', clock.now(), { payload: JSON.stringify({ amount: 100, country: 'BR' }) }),
+          makeEvent('evt_us', 'acme', clock.now(), { payload: JSON.stringify({ amount: 500, country: 'US' }) }),
+          makeEvent('evt_user', 'acme', clock.now(), { type: 'user.created', payload: JSON.stringify({ amount: 101 }) }),
+          makeEvent('evt_pt', 'acme', clock.now(), { payload: JSON.stringify({ amount: 1e6, country: 'PT' }) }),
+        ];
+        await store.appendEvents(events);
+        const endpoints = await store.listEndpoints({ tenantId: 'acme' });
+        await store.recordFanOuts(events.map((event) => ({ eventId: event.id, deliveries: planDeliveries(event, endpoints, SLOTS, clock.now()) })), clock.now());
+        expect(await store.unfannedEvents(10)).to.deep.equal([]);
+        const numbered = async (endpointId: string) =>
+          (await store.listDeliveries({ endpointId, limit: 100 })).map((d) => [d.eventId, d.sequence]).sort((a, b) => Number(a[1]) - Number(b[1]));
+        expect(await numbered('ep_big')).to.deep.equal([['evt_br', 1], ['evt_user', 2], ['evt_pt', 3]]);
+        expect(await numbered('ep_all')).to.have.length(5);
       });
 
       it('marks an event with no subscribers fanned out too', async () => {
