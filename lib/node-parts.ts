@@ -28,6 +28,7 @@ import { DeadLetterDesk } from './dead-letters/dead-letter-desk.ts';
 import { ReplayJobs } from './dead-letters/replay-jobs.ts';
 import { ReviewWatch, UNREVIEWED_COUNT_CAP } from './dead-letters/review-watch.ts';
 import { deliveryHeaders } from './delivery/delivery-headers.ts';
+import { ClientCertificates, readCaFile } from './delivery/client-tls.ts';
 import { createSender, type Sender } from './delivery/sender.ts';
 import { EndpointAdmin, type EndpointHandoff } from './endpoints/endpoint-admin.ts';
 import { SecretAdmin } from './endpoints/secret-admin.ts';
@@ -79,6 +80,7 @@ export class NodeParts {
   readonly #config: HeraldConfig;
   readonly #emit: <K extends keyof EngineEvents>(name: K, ...args: EngineEvents[K]) => void;
   readonly #sender: Sender;
+  readonly #clientCertificates: ClientCertificates;
   readonly #signer: SigningPool;
   readonly #ticker: Ticker;
   readonly #breakers: BreakerFamily;
@@ -121,7 +123,10 @@ export class NodeParts {
       allowNetworks: config.allowNetworks,
       responseBodyMaxBytes: config.delivery.responseBodyMaxBytes,
       connectionsPerOrigin: config.delivery.connectionsPerOrigin,
+      proxy: config.delivery.proxy,
+      ca: readCaFile(config.delivery.caFile),
     });
+    this.#clientCertificates = new ClientCertificates(secretBox);
     this.#signer = new SigningPool({ threads: config.signing.threads });
     this.#ticker = new Ticker({ clock, tickMs: config.engine.tickMs });
     this.#breakers = new BreakerFamily(clock, config.breaker);
@@ -320,12 +325,17 @@ export class NodeParts {
           disableOnGone: config.delivery.disableOnGone,
           emit,
           sign: async (job, endpoint, timestampSec) => {
+            // Opened with the signing keys, so a client key this node cannot open makes the delivery wait the same way.
+            this.#clientCertificates.of(endpoint);
             const keys = signingKeys.active(endpoint, clock.now());
             const { sequence } = job.delivery;
             const signatures = await this.#signer.signRequest({ keys, id: job.event.id, timestampSec, body: job.event.payload, sequence });
             return deliveryHeaders(job.event.id, timestampSec, signatures, sequence);
           },
-          send: (request) => this.#sender.send(request),
+          send: (request, endpoint) => {
+            const clientTls = this.#clientCertificates.of(endpoint);
+            return this.#sender.send(clientTls === undefined ? request : { ...request, clientTls });
+          },
           listAttempts: (deliveryId) => store.listAttempts(deliveryId),
           disable: async (endpointId, disabledReason) => {
             await store.updateEndpoint(endpointId, { status: 'disabled', disabledReason }, clock.now());

@@ -11,7 +11,9 @@
  * An endpoint's stored certificate has its key sealed; `ClientCertificates`
  * opens it for the sender.
  */
+import { readFileSync } from 'node:fs';
 import tls from 'node:tls';
+import { ConfigError } from '../errors.ts';
 import type { ClientTls, Endpoint } from '../model.ts';
 import type { SecretBox } from '../signing/secret-box.ts';
 
@@ -27,6 +29,22 @@ export interface ClientCertificate {
   readonly passphrase?: string;
   /** When the certificate expires (epoch ms): after that no attempt is made with it. */
   readonly notAfter: number;
+}
+
+/**
+ * The CA certificates of `delivery.caFile` (one PEM text, any number of certificates); none for `null`.
+ * @throws ConfigError (`HERALD_INVALID_CONFIG`) naming `delivery.caFile` when it cannot be read or holds no certificate.
+ */
+export function readCaFile(path: string | null): string[] {
+  if (path === null) return [];
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (cause) {
+    throw new ConfigError('delivery.caFile', path, `cannot be read (${(cause as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  if (!text.includes('-----BEGIN CERTIFICATE-----')) throw new ConfigError('delivery.caFile', path, 'must hold PEM certificates ("-----BEGIN CERTIFICATE-----")');
+  return [text];
 }
 
 /**

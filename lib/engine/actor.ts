@@ -38,7 +38,7 @@ import PQueue from 'p-queue';
 import { durationText, isoTime, type Clock, type Random } from '../clock.ts';
 import { newId } from '../ids.ts';
 import { DeliveryMode, DisabledReason, type Attempt, type DeliveryJob, type Endpoint, type Outcome } from '../model.ts';
-import { classify, describeOutcome, isEndpointGone } from '../policy/classify.ts';
+import { classify, countsAgainstHealth, describeOutcome, isEndpointGone } from '../policy/classify.ts';
 import { decideNextStep } from '../policy/next-step.ts';
 import { retryPolicyOf } from '../policy/retry-policy.ts';
 import type { AttemptRecord, Settlement } from '../store/port.ts';
@@ -85,7 +85,8 @@ export interface ActorDeps {
   readonly emit: EmitEngineEvent;
   /** The request headers for this job: the `webhook-*` ones, signed with the endpoint's active secrets, and `idempotency-key`. */
   sign(job: DeliveryJob, endpoint: Endpoint, timestampSec: number): Promise<Record<string, string>>;
-  send(request: { url: string; headers: Record<string, string>; body: string; timeoutMs: number }): Promise<SendResult>;
+  /** Sends one attempt of `endpoint`'s (which may carry a client certificate). */
+  send(request: { url: string; headers: Record<string, string>; body: string; timeoutMs: number }, endpoint: Endpoint): Promise<SendResult>;
   /** Writes the settlement of one of `actor`'s deliveries; false when it was fenced (the lease moved on). */
   settle(settlement: Settlement, actor: { readonly queued: number; readonly endpoint: Endpoint }): Promise<boolean>;
   /** A wake-up came due: there is work to claim. */
@@ -332,7 +333,7 @@ export class EndpointActor implements BreakerListener, WakeListener {
     const generation = this.#adaptive?.generation ?? 0;
     try {
       const send = async (): Promise<Outcome> => {
-        sent = await this.#deps.send({ url: endpoint.url, headers, body: job.event.payload, timeoutMs: endpoint.timeoutMs });
+        sent = await this.#deps.send({ url: endpoint.url, headers, body: job.event.payload, timeoutMs: endpoint.timeoutMs }, endpoint);
         return sent.outcome;
       };
       const outcome = await this.#breaker.run(permit, send);
@@ -493,7 +494,8 @@ export class EndpointActor implements BreakerListener, WakeListener {
     if (this.#deps.disableOnGone && isEndpointGone(sent.outcome)) {
       await this.#disable(DisabledReason.GONE, `${error ?? ''} Gone for delivery ${job.delivery.id}`, now, job.delivery.id);
     }
-    await this.#recordHealth(endpoint, next.kind === 'delivered', error, now);
+    // A proxy's failure never reached the endpoint: its health (failing, auto-disable) is left alone.
+    if (countsAgainstHealth(sent.outcome)) await this.#recordHealth(endpoint, next.kind === 'delivered', error, now);
   }
 
   /**

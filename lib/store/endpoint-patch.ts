@@ -4,7 +4,9 @@
  * alone), the id and tenant never change, a `rateLimit` of `null` lifts
  * the limit (the endpoint then has none, as one created without), and an
  * `adaptiveConcurrency` of `null` makes the concurrency fixed. A patch
- * with `expectedSecrets` applies only while the stored secrets are those.
+ * with `expectedSecrets` applies only while the stored secrets are those,
+ * and one with `expectedClientTlsKey` only while the stored client key is
+ * that (`null`: none); a `clientTls` of `null` removes the certificate.
  */
 import { ConflictError } from '../errors.ts';
 import type { Endpoint } from '../model.ts';
@@ -12,14 +14,20 @@ import type { EndpointPatch } from './port.ts';
 
 /** @throws ConflictError when `patch.expectedSecrets` no longer match the stored secrets (nothing is to be written). */
 export function patchedEndpoint(current: Endpoint, patch: EndpointPatch, now: number): Endpoint {
-  const { expectedSecrets, ...fields } = patch;
+  const { expectedSecrets, expectedClientTlsKey, ...fields } = patch;
   if (expectedSecrets !== undefined && !sameSecrets(current, expectedSecrets)) throw secretsChanged(current.id);
+  if (expectedClientTlsKey !== undefined && (current.clientTls?.key ?? null) !== expectedClientTlsKey) throw secretsChanged(current.id);
   const changes = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
   const {
     rateLimit,
     adaptiveConcurrency,
+    clientTls,
     ...next
-  }: Endpoint & { rateLimit?: Endpoint['rateLimit'] | null; adaptiveConcurrency?: Endpoint['adaptiveConcurrency'] | null } = {
+  }: Endpoint & {
+    rateLimit?: Endpoint['rateLimit'] | null;
+    adaptiveConcurrency?: Endpoint['adaptiveConcurrency'] | null;
+    clientTls?: Endpoint['clientTls'] | null;
+  } = {
     ...current,
     ...changes,
     id: current.id,
@@ -30,6 +38,7 @@ export function patchedEndpoint(current: Endpoint, patch: EndpointPatch, now: nu
     ...next,
     ...(rateLimit == null ? {} : { rateLimit }),
     ...(adaptiveConcurrency == null ? {} : { adaptiveConcurrency }),
+    ...(clientTls == null ? {} : { clientTls }),
   };
 }
 

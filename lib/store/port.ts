@@ -215,6 +215,8 @@ export interface EndpointPatch {
   readonly disabledReason?: string | null;
   readonly failingSince?: number | null;
   readonly secrets?: Endpoint['secrets'];
+  /** A new client certificate (its key sealed), or `null` to remove it (the endpoint then has no `clientTls`). */
+  readonly clientTls?: Endpoint['clientTls'] | null;
   /**
    * A precondition, not a change: the stored secrets' texts, in order, as the caller read them.
    * When they differ now (another rotation or re-encryption wrote first), nothing is written and
@@ -222,6 +224,8 @@ export interface EndpointPatch {
    * never drops one written meanwhile.
    */
   readonly expectedSecrets?: readonly string[];
+  /** A precondition like `expectedSecrets`: the stored client key's sealed text as read (`null`: none). */
+  readonly expectedClientTlsKey?: string | null;
 }
 
 export interface DeliveryFilter {

@@ -6,7 +6,7 @@
  * as text from a connection that does not parse int8 (a producer's own pool),
  * hence `Number()` where that can happen.
  */
-import type { AdaptiveConcurrency, Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, ReplayJobFilter, ReplayJobRecord, ReplayJobState, TenantToken, TriageState } from '../model.ts';
+import type { AdaptiveConcurrency, Attempt, ClientTls, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Outcome, RateLimit, ReplayJobFilter, ReplayJobRecord, ReplayJobState, TenantToken, TriageState } from '../model.ts';
 import { EndpointOrdering, EndpointStatus } from '../model.ts';
 import { COUNT_FIELDS, LATENCY_BUCKETS, type DeliveryMinute, type DeliveryMinuteIncrement, type EndpointDeliveryTotals } from './delivery-minutes.ts';
 import type { NodeRecord, SlotLease, SlotWeights } from './port.ts';
@@ -34,6 +34,8 @@ export interface EndpointRow {
   rate_limit: JsonColumn<RateLimit> | null;
   /** NULL: a fixed concurrency (and every row written before the column existed). */
   adaptive_concurrency: JsonColumn<AdaptiveConcurrency> | null;
+  /** NULL: no client certificate (and every row written before the column existed). */
+  client_tls?: JsonColumn<ClientTls> | null;
   status: string;
   disabled_reason: string | null;
   failing_since: number | null;
@@ -145,6 +147,7 @@ export function endpointFromRow(row: EndpointRow): Endpoint {
     ...(row.adaptive_concurrency === null || row.adaptive_concurrency === undefined
       ? {}
       : { adaptiveConcurrency: fromJson(row.adaptive_concurrency) }),
+    ...(row.client_tls === null || row.client_tls === undefined ? {} : { clientTls: fromJson(row.client_tls) }),
   };
 }
 

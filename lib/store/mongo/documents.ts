@@ -4,7 +4,7 @@
  * driver field (`_id`, `ord`, `at`, `claimId`, …) leaks into the model.
  */
 import type { ObjectId } from 'mongodb';
-import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Triage } from '../../model.ts';
+import type { Attempt, ClientTls, DeadLetter, Delivery, DeliveryStatus, Endpoint, OutboxEvent, Triage } from '../../model.ts';
 import { EndpointOrdering, EndpointStatus } from '../../model.ts';
 import type { AttemptRecord, NewDelivery, NodeRecord, SlotLease } from '../port.ts';
 import { newObjectId } from './driver.ts';
@@ -27,6 +27,7 @@ export function endpointToDoc(endpoint: Endpoint): EndpointDoc {
       endpoint.adaptiveConcurrency === undefined
         ? null
         : { initial: endpoint.adaptiveConcurrency.initial, targetLatencyMs: endpoint.adaptiveConcurrency.targetLatencyMs },
+    clientTls: endpoint.clientTls === undefined ? null : clientTlsCopy(endpoint.clientTls),
     status: endpoint.status,
     disabledReason: endpoint.disabledReason,
     failingSince: endpoint.failingSince,
@@ -60,6 +61,20 @@ export function endpointFromDoc(doc: EndpointDoc): Endpoint {
     ...(doc.adaptiveConcurrency === null || doc.adaptiveConcurrency === undefined
       ? {}
       : { adaptiveConcurrency: { initial: doc.adaptiveConcurrency.initial, targetLatencyMs: doc.adaptiveConcurrency.targetLatencyMs } }),
+    ...(doc.clientTls === null || doc.clientTls === undefined ? {} : { clientTls: clientTlsCopy(doc.clientTls) }),
+  };
+}
+
+/** A client certificate copied field by field (its key stays sealed). */
+export function clientTlsCopy(tls: ClientTls): ClientTls {
+  return {
+    cert: tls.cert,
+    key: tls.key,
+    passphrase: tls.passphrase ?? null,
+    subject: tls.subject,
+    issuer: tls.issuer,
+    fingerprint: tls.fingerprint,
+    notAfter: tls.notAfter,
   };
 }
 

@@ -44,15 +44,20 @@ export async function listEndpoints({ endpoints }: StoreDb, filter?: { readonly 
 
 export async function updateEndpoint(db: StoreDb, id: string, patch: EndpointPatch, now: number): Promise<Endpoint | undefined> {
   const { endpoints } = db;
-  const { expectedSecrets } = patch;
-  // The precondition in the filter, so it is checked and the write made in one atomic step.
-  const filter = expectedSecrets === undefined ? { _id: id } : { _id: id, $expr: { $eq: ['$secrets.secret', [...expectedSecrets]] } };
+  const { expectedSecrets, expectedClientTlsKey } = patch;
+  // The preconditions in the filter, so they are checked and the write made in one atomic step.
+  const filter = {
+    _id: id,
+    ...(expectedSecrets === undefined ? {} : { $expr: { $eq: ['$secrets.secret', [...expectedSecrets]] } }),
+    // `clientTls: null` also matches a document without the field.
+    ...(expectedClientTlsKey === undefined ? {} : expectedClientTlsKey === null ? { clientTls: null } : { 'clientTls.key': expectedClientTlsKey }),
+  };
   const doc = await db.transaction(async (session) => {
     const updated = await endpoints.findOneAndUpdate(filter, endpointPatchUpdate(patch, now), { returnDocument: 'after', session });
     if (updated !== null) await recordEndpointChange(db, session, id, now);
     return updated;
   });
-  if (doc === null && expectedSecrets !== undefined && (await endpoints.countDocuments({ _id: id }, { limit: 1 })) > 0) {
+  if (doc === null && (expectedSecrets !== undefined || expectedClientTlsKey !== undefined) && (await endpoints.countDocuments({ _id: id }, { limit: 1 })) > 0) {
     throw secretsChanged(id);
   }
   return doc === null ? undefined : endpointFromDoc(doc);

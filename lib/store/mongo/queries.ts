@@ -14,6 +14,7 @@ import type { Document, Filter, ObjectId, UpdateFilter } from 'mongodb';
 import { failureKind } from '../../policy/failure-kind.ts';
 import type { DeliveryStatus } from '../../model.ts';
 import type { AttemptRecord, ClaimRequest, DeliveryFilter, EndpointPatch, Settlement } from '../port.ts';
+import { clientTlsCopy } from './documents.ts';
 import type { DeliveryDoc, EndpointDoc, LeaseDoc } from './schema.ts';
 
 
@@ -343,6 +344,7 @@ export function endpointPatchUpdate(patch: EndpointPatch, now: number): UpdateFi
         ? null
         : { initial: patch.adaptiveConcurrency.initial, targetLatencyMs: patch.adaptiveConcurrency.targetLatencyMs };
   }
+  if (patch.clientTls !== undefined) set.clientTls = patch.clientTls === null ? null : clientTlsCopy(patch.clientTls);
   if (patch.status !== undefined) set.status = patch.status;
   if (patch.disabledReason !== undefined) set.disabledReason = patch.disabledReason;
   if (patch.failingSince !== undefined) set.failingSince = patch.failingSince;

@@ -12,7 +12,7 @@
  * one with no indexes yet. Any process may call it at any time.
  */
 import type { Db, IndexDescription, ObjectId } from 'mongodb';
-import type { Outcome, ReplayJobFilter, ReplayJobState, RetrySpec, SigningSecret, TriageState } from '../../model.ts';
+import type { ClientTls, Outcome, ReplayJobFilter, ReplayJobState, RetrySpec, SigningSecret, TriageState } from '../../model.ts';
 import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
 
 /**
@@ -96,6 +96,8 @@ export interface EndpointDoc {
    * (read as fixed too, so no migration).
    */
   adaptiveConcurrency?: { initial: number; targetLatencyMs: number } | null;
+  /** `null`: no client certificate; missing in documents written before client certificates existed (read as none, so no migration). */
+  clientTls?: ClientTls | null;
   status: string;
   disabledReason: string | null;
   failingSince: number | null;

@@ -36,5 +36,6 @@ export function endpointValues(endpoint: Endpoint): unknown[] {
     endpoint.rateLimit === undefined ? null : JSON.stringify(endpoint.rateLimit),
     endpoint.adaptiveConcurrency === undefined ? null : JSON.stringify(endpoint.adaptiveConcurrency),
     endpoint.ordering,
+    endpoint.clientTls === undefined ? null : JSON.stringify(endpoint.clientTls),
   ];
 }

@@ -405,6 +405,11 @@ ALTER TABLE ${s}.deliveries ADD COLUMN IF NOT EXISTS first_started_at bigint, AD
   ADD COLUMN IF NOT EXISTS first_outcome jsonb, ADD COLUMN IF NOT EXISTS first_error text;
 `,
   },
+  {
+    version: 21,
+    what: "an endpoint's client certificate for mutual TLS (its key sealed); NULL: none",
+    sql: (s) => `ALTER TABLE ${s}.endpoints ADD COLUMN IF NOT EXISTS client_tls jsonb;`,
+  },
 ];
 
 /** The version this Herald's code brings a database to. */

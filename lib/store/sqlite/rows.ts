@@ -26,6 +26,7 @@ export function endpointToRow(endpoint: Endpoint): EndpointRow {
     concurrency: endpoint.concurrency,
     rate_limit: endpoint.rateLimit === undefined ? null : JSON.stringify(endpoint.rateLimit),
     adaptive_concurrency: endpoint.adaptiveConcurrency === undefined ? null : JSON.stringify(endpoint.adaptiveConcurrency),
+    client_tls: endpoint.clientTls === undefined ? null : JSON.stringify(endpoint.clientTls),
     status: endpoint.status,
     disabled_reason: endpoint.disabledReason,
     failing_since: endpoint.failingSince,

@@ -238,6 +238,11 @@ ALTER TABLE deliveries ADD COLUMN first_outcome TEXT;
 ALTER TABLE deliveries ADD COLUMN first_error TEXT;
 `,
   },
+  {
+    version: 19,
+    what: "an endpoint's client certificate for mutual TLS (its key sealed), as JSON; NULL: none",
+    sql: `ALTER TABLE endpoints ADD COLUMN client_tls TEXT;`,
+  },
 ];
 
 /** The version this Herald's code brings a file to; stored in `meta` under `schema_version`. */
