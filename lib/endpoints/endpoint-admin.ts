@@ -11,15 +11,18 @@ import { DisabledReason, type AdaptiveConcurrency, type Endpoint, type RateLimit
 import { generateSecret } from '../signing/secret.ts';
 import type { SecretBox } from '../signing/secret-box.ts';
 import type { EndpointPatch, Store } from '../store/port.ts';
+import { assertCurrent, clientTlsView, sealClientTls, type ClientTlsView } from './client-tls-input.ts';
 import { validateEndpointChanges, validateNewEndpoint, type EndpointDefaults } from './endpoint-input.ts';
 import { rowsToRead, sequencePageOf, type SequencePage, type SequencePageRequest } from './sequence-page.ts';
 
 /** An endpoint as the API shows it: never its secrets. */
-export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit' | 'adaptiveConcurrency'> & {
+export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit' | 'adaptiveConcurrency' | 'clientTls'> & {
   /** `null`: no rate limit. */
   readonly rateLimit: RateLimit | null;
   /** `null`: a fixed concurrency. */
   readonly adaptiveConcurrency: AdaptiveConcurrency | null;
+  /** Its client certificate's subject, issuer, fingerprint and expiry, never the key; `null`: none. */
+  readonly clientTls: ClientTlsView | null;
   readonly secretCount: number;
   /** When the previous secret stops signing, during a rotation. */
   readonly previousSecretExpiresAt: number | null;
@@ -62,6 +65,7 @@ export class EndpointAdmin {
   async create(input: unknown): Promise<{ endpoint: EndpointView; secret: string }> {
     const fields = validateNewEndpoint(input, this.#defaults);
     const now = this.#clock.now();
+    if (fields.clientTls !== undefined) assertCurrent(fields.clientTls, now);
     const id = fields.id ?? newId('ep');
     if (fields.id !== undefined && (await this.#store.getEndpoint(id)) !== undefined) {
       throw new ConflictError(`id: endpoint '${id}' exists already`);
@@ -80,6 +84,7 @@ export class EndpointAdmin {
       concurrency: fields.concurrency,
       ...(fields.rateLimit === undefined ? {} : { rateLimit: fields.rateLimit }),
       ...(fields.adaptiveConcurrency === undefined ? {} : { adaptiveConcurrency: fields.adaptiveConcurrency }),
+      ...(fields.clientTls === undefined ? {} : { clientTls: sealClientTls(fields.clientTls, this.#secretBox, id) }),
       status: 'enabled',
       disabledReason: null,
       failingSince: null,
@@ -111,7 +116,11 @@ export class EndpointAdmin {
   }
 
   async update(id: string, input: unknown): Promise<EndpointView> {
-    return this.patch(id, validateEndpointChanges(input));
+    const { clientTls, ...changes } = validateEndpointChanges(input);
+    if (clientTls == null) return this.patch(id, clientTls === null ? { ...changes, clientTls } : changes);
+    assertCurrent(clientTls, this.#clock.now());
+    // Sealed for this endpoint: an unknown id finds nothing to write (NotFoundError).
+    return this.patch(id, { ...changes, clientTls: sealClientTls(clientTls, this.#secretBox, id) });
   }
 
   async delete(id: string): Promise<void> {
@@ -148,12 +157,13 @@ export class EndpointAdmin {
 }
 
 export function viewOf(endpoint: Endpoint): EndpointView {
-  const { secrets, rateLimit, adaptiveConcurrency, ...rest } = endpoint;
+  const { secrets, rateLimit, adaptiveConcurrency, clientTls, ...rest } = endpoint;
   const previous = secrets.find((s) => s.expiresAt !== null);
   return {
     ...rest,
     rateLimit: rateLimit ?? null,
     adaptiveConcurrency: adaptiveConcurrency ?? null,
+    clientTls: clientTls === undefined ? null : clientTlsView(clientTls),
     secretCount: secrets.length,
     previousSecretExpiresAt: previous?.expiresAt ?? null,
   };

@@ -8,6 +8,7 @@ import { ADAPTIVE_CONCURRENCY_DEFAULTS, DeliveryMode, EndpointOrdering, type Ada
 import { validateEndpointUrl } from '../delivery/validate-url.ts';
 import { resolveRetrySpec } from '../policy/retry-policy.ts';
 import { validateAdaptiveConcurrency } from './adaptive-concurrency.ts';
+import { validateClientTls, type ClientTlsInput } from './client-tls-input.ts';
 import { validateRateLimit } from './rate-limit.ts';
 
 export interface EndpointDefaults {
@@ -22,20 +23,26 @@ export interface EndpointDefaults {
 export type NewEndpointFields = Pick<
   Endpoint,
   'tenantId' | 'url' | 'description' | 'eventTypes' | 'retry' | 'timeoutMs' | 'mode' | 'ordering' | 'concurrency' | 'rateLimit' | 'adaptiveConcurrency'
-> & { readonly id?: string };
+> & {
+  readonly id?: string;
+  /** Its client certificate, the key in clear: sealed by the admin before it is stored. */
+  readonly clientTls?: ClientTlsInput;
+};
 
-export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' | 'rateLimit' | 'adaptiveConcurrency'>> & {
+export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' | 'rateLimit' | 'adaptiveConcurrency' | 'clientTls'>> & {
   /** A new limit (replacing the old one whole), or `null` to lift it. */
   readonly rateLimit?: RateLimit | null;
   /** Adaptive concurrency (settings replacing the old ones whole), or `null` for a fixed concurrency. */
   readonly adaptiveConcurrency?: AdaptiveConcurrency | null;
+  /** A client certificate (replacing the old one whole), or `null` to remove it. */
+  readonly clientTls?: ClientTlsInput | null;
 };
 
 export const TIMEOUT_MIN_MS = 1_000;
 export const TIMEOUT_MAX_MS = 30_000;
 const ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 const EVENT_FILTER_PATTERN = /^(\*|[A-Za-z0-9_:-]+(\.[A-Za-z0-9_:-]+)*(\.\*)?)$/;
-const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'ordering', 'concurrency', 'rateLimit', 'adaptiveConcurrency'] as const;
+const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'ordering', 'concurrency', 'rateLimit', 'adaptiveConcurrency', 'clientTls'] as const;
 const CREATABLE = ['id', 'tenantId', ...EDITABLE] as const;
 
 export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults): NewEndpointFields {
@@ -58,6 +65,7 @@ export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults):
     ...(changes.rateLimit == null ? {} : { rateLimit: changes.rateLimit }),
     // Absent: as the node's default says; null: fixed.
     ...adaptiveOf(changes.adaptiveConcurrency, defaults.adaptiveConcurrency),
+    ...(changes.clientTls == null ? {} : { clientTls: changes.clientTls }),
   };
 }
 
@@ -107,6 +115,7 @@ function validateChanges(body: Record<string, unknown>): EndpointChanges {
   if (body.adaptiveConcurrency !== undefined) {
     out.adaptiveConcurrency = body.adaptiveConcurrency === null ? null : validateAdaptiveConcurrency(body.adaptiveConcurrency, 'adaptiveConcurrency');
   }
+  if (body.clientTls !== undefined) out.clientTls = body.clientTls === null ? null : validateClientTls(body.clientTls, 'clientTls');
   return out;
 }
 

@@ -1,7 +1,7 @@
 /**
  * Endpoint signing secrets over their life: rotation (a new current secret; the previous ones
  * keep signing for the overlap) and re-encryption under the current key after a key rotation
- * (`herald secrets reencrypt`). Both write the secrets only while they are still those read, so a
+ * (`herald secrets reencrypt`), which re-seals a client certificate's key and passphrase too. Both write the secrets only while they are still those read, so a
  * change on another node meanwhile is never overwritten.
  */
 import type { Clock } from '../clock.ts';
@@ -10,6 +10,7 @@ import type { Endpoint, SigningSecret } from '../model.ts';
 import { generateSecret } from '../signing/secret.ts';
 import type { SecretBox } from '../signing/secret-box.ts';
 import type { Store } from '../store/port.ts';
+import { clientTlsNeedsSealing, resealClientTls } from './client-tls-input.ts';
 import type { EndpointAdmin, EndpointHandoff, EndpointView } from './endpoint-admin.ts';
 
 /** How many times re-encryption reads an endpoint again when its secrets changed under it. */
@@ -98,11 +99,16 @@ export class SecretAdmin {
   async #reencryptOne(listed: Endpoint): Promise<boolean> {
     let endpoint: Endpoint | undefined = listed;
     for (let round = 1; endpoint !== undefined; round++) {
-      if (!endpoint.secrets.some((s) => this.#secretBox.needsSealing(s.secret))) return false;
+      const { clientTls } = endpoint;
+      const staleTls = clientTls !== undefined && clientTlsNeedsSealing(clientTls, this.#secretBox);
+      if (!staleTls && !endpoint.secrets.some((s) => this.#secretBox.needsSealing(s.secret))) return false;
       const id = endpoint.id;
       const secrets = endpoint.secrets.map((s) => ({ ...s, secret: this.#secretBox.seal(this.#secretBox.open(s.secret, id), id) }));
+      // The client key and passphrase too, written only while they are still those read.
+      const tls = staleTls ? { clientTls: resealClientTls(clientTls, this.#secretBox, id), expectedClientTlsKey: clientTls.key } : {};
       try {
-        const updated = await this.#store.updateEndpoint(id, { secrets, expectedSecrets: endpoint.secrets.map((s) => s.secret) }, this.#clock.now());
+        const patch = { secrets, expectedSecrets: endpoint.secrets.map((s) => s.secret), ...tls };
+        const updated = await this.#store.updateEndpoint(id, patch, this.#clock.now());
         if (updated === undefined) return false;
         // Not awaited: the same secrets under another key, and a rotation walks every endpoint.
         void this.#engine.endpointChanged(updated, id);
