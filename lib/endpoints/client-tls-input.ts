@@ -40,8 +40,9 @@ function privateKeyOf(key: string, passphrase: string | undefined, field: string
   try {
     return createPrivateKey(passphrase === undefined ? { key, format: 'pem' } : { key, format: 'pem', passphrase });
   } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    if (code === 'ERR_MISSING_PASSPHRASE') throw new ValidationError(field, 'is encrypted: give its clientTls.passphrase');
+    // Node reports a missing passphrase under several codes by version; the PEM says it is encrypted.
+    const encrypted = key.includes('-----BEGIN ENCRYPTED PRIVATE KEY-----') || key.includes('Proc-Type: 4,ENCRYPTED');
+    if (passphrase === undefined && (encrypted || (error as { code?: unknown }).code === 'ERR_MISSING_PASSPHRASE')) throw new ValidationError(field, 'is encrypted: give its clientTls.passphrase');
     throw new ValidationError(field, `must be a PEM private key${passphrase === undefined ? '' : ' that clientTls.passphrase opens'} (it does not load)`);
   }
 }
