@@ -4,6 +4,7 @@
  * (on `add` and `rotate-secret`), never listed. `events` lists an endpoint's
  * deliveries after a sequence number (`webhook-sequence`), to explain a gap.
  */
+import { readFileSync } from 'node:fs';
 import type { SequencePage } from '../endpoints/sequence-page.ts';
 import { durationText } from '../clock.ts';
 import { AdminClient } from './admin-client.ts';
@@ -26,6 +27,8 @@ interface EndpointView {
   readonly concurrency: number;
   /** `null` (or absent, from an older node): no rate limit. */
   readonly rateLimit?: { readonly perSecond: number; readonly burst: number } | null;
+  /** `null` (or absent, from an older node): no client certificate. Never its key. */
+  readonly clientTls?: { readonly subject: string; readonly issuer: string; readonly fingerprint: string; readonly notAfter: number } | null;
   readonly status: string;
   readonly disabledReason: string | null;
   readonly failingSince: number | null;
@@ -50,6 +53,9 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
     id: { type: 'string' },
     after: { type: 'string' },
     limit: { type: 'string' },
+    'client-cert': { type: 'string' },
+    'client-key': { type: 'string' },
+    'no-client-cert': { type: 'boolean' },
   });
   if (values.help === true) {
     io.stdout.write(`${ENDPOINTS_USAGE}\n`);
@@ -68,7 +74,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
       case 'add': {
         // The endpoint's URL is positional: --url names the admin API, as for every command.
         if (values.tenant === undefined || target === undefined) throw new UsageError('endpoints add: the endpoint URL and --tenant are required');
-        const body: Record<string, unknown> = { tenantId: values.tenant, url: target, ...settingsOf(values) };
+        const body: Record<string, unknown> = { tenantId: values.tenant, url: target, ...settingsOf(values, io.env) };
         if (values.id !== undefined) body.id = values.id;
         const created = await client.post<EndpointView>('/v1/endpoints', body);
         if (values.json === true) writeJson(io, created);
@@ -76,7 +82,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
         return 0;
       }
       case 'update': {
-        const body = settingsOf(values);
+        const body = settingsOf(values, io.env);
         if (Object.keys(body).length === 0) throw new UsageError('endpoints update: give at least one setting to change (e.g. --ordering fifo)');
         const updated = await client.patch<EndpointView>(`/v1/endpoints/${encodeURIComponent(needsId())}`, body);
         if (values.json === true) writeJson(io, updated);
@@ -152,7 +158,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
 }
 
 /** The settings `add` and `update` share, as the API takes them (it validates them). */
-function settingsOf(values: Record<string, string | boolean | undefined>): Record<string, unknown> {
+function settingsOf(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): Record<string, unknown> {
   const text = (name: string): string | undefined => (typeof values[name] === 'string' ? values[name] : undefined);
   const body: Record<string, unknown> = {};
   const eventTypes = text('event-types');
@@ -168,7 +174,32 @@ function settingsOf(values: Record<string, string | boolean | undefined>): Recor
   if (text('mode') !== undefined) body.mode = text('mode');
   if (text('ordering') !== undefined) body.ordering = text('ordering');
   if (text('description') !== undefined) body.description = text('description');
+  const clientTls = clientTlsOption(text('client-cert'), text('client-key'), env);
+  if (clientTls !== undefined) body.clientTls = clientTls;
+  if (values['no-client-cert'] === true) {
+    if (clientTls !== undefined) throw new UsageError('--no-client-cert: not with --client-cert');
+    body.clientTls = null;
+  }
   return body;
+}
+
+/**
+ * `--client-cert file.pem --client-key key.pem`: the PEM files read here and sent to the API, which
+ * checks them; an encrypted key's passphrase comes from HERALD_CLIENT_KEY_PASSPHRASE (never a flag,
+ * which others could read in the process list).
+ */
+function clientTlsOption(certFile: string | undefined, keyFile: string | undefined, env: NodeJS.ProcessEnv): Record<string, string> | undefined {
+  if (certFile === undefined && keyFile === undefined) return undefined;
+  if (certFile === undefined || keyFile === undefined) throw new UsageError('--client-cert and --client-key: give both');
+  const read = (flag: string, path: string): string => {
+    try {
+      return readFileSync(path, 'utf8');
+    } catch (error) {
+      throw new UsageError(`--${flag}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  };
+  const passphrase = env.HERALD_CLIENT_KEY_PASSPHRASE;
+  return { cert: read('client-cert', certFile), key: read('client-key', keyFile), ...(passphrase ? { passphrase } : {}) };
 }
 
 function statusText(e: EndpointView): string {
@@ -189,6 +220,7 @@ function show(e: EndpointView): string {
     ['ordering', e.ordering ?? 'none'],
     ['concurrency', e.concurrency],
     ['rate limit', rateLimitText(e.rateLimit ?? null)],
+    ['client cert', e.clientTls == null ? 'none' : `${e.clientTls.subject.replaceAll('\n', ', ')}, expires ${time(e.clientTls.notAfter)}`],
     ['failing since', time(e.failingSince)],
     ['secrets', e.secretCount],
     ['created', time(e.createdAt)],

@@ -26,8 +26,8 @@ export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|update|list|show|ev
 
   herald endpoints add <endpoint url> --tenant <id> [--event-types a.b,c.*] [--retry default|aggressive|relaxed|PT10S,PT1M|<JSON>]
                        [--timeout-ms <n>] [--concurrency <n>] [--rate-limit <n>/s[,<burst>]] [--mode at-least-once|at-most-once]
-                       [--ordering none|fifo] [--description <text>] [--id <id>]
-  herald endpoints update <id> [the settings of add, but --tenant and --id]   changes only those given
+                       [--ordering none|fifo] [--description <text>] [--id <id>] [--client-cert file.pem --client-key key.pem]
+  herald endpoints update <id> [the settings of add, but --tenant and --id] [--no-client-cert]   changes only those given
                        --ordering fifo: strict order per ordering key, one delivery in flight per key
   herald endpoints list [--tenant <id>]
   herald endpoints show <id>
@@ -40,7 +40,9 @@ export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|update|list|show|ev
   --retry takes a preset, comma-separated ISO-8601 durations, or a retry policy as JSON, e.g. a formula:
           '{"initial":"PT30S","multiplier":2,"max":"PT6H","attempts":9,"jitter":"full"}'
   --rate-limit takes attempts per second (or /min, /h), then the burst if not the default (a second's worth):
-          10/s, 0.5/s, 30/min, 10/s,50`;
+          10/s, 0.5/s, 30/min, 10/s,50
+  --client-cert, --client-key: PEM files of the endpoint's client certificate for mutual TLS (its key is
+          sealed at rest, never shown again); an encrypted key's passphrase in HERALD_CLIENT_KEY_PASSPHRASE`;
 
 export const PUBLISH_USAGE = `Usage: herald publish --tenant <id> --type <event type> --payload <json | @file | -> [--endpoint <id>] [--id <event id>]
                       [--ordering-key <key>]
