@@ -29,6 +29,7 @@ import { ReplayJobs } from './dead-letters/replay-jobs.ts';
 import { ReviewWatch, UNREVIEWED_COUNT_CAP } from './dead-letters/review-watch.ts';
 import { deliveryHeaders } from './delivery/delivery-headers.ts';
 import { ClientCertificates, readCaFile } from './delivery/client-tls.ts';
+import { parseProxyUrl } from './delivery/egress-proxy.ts';
 import { createSender, type Sender } from './delivery/sender.ts';
 import { EndpointAdmin, type EndpointHandoff } from './endpoints/endpoint-admin.ts';
 import { SecretAdmin } from './endpoints/secret-admin.ts';
@@ -223,6 +224,7 @@ export class NodeParts {
         slotCount,
         leaseMs: config.engine.leaseMs,
         reviewWithinMs: config.deadLetters.reviewWithinMs,
+        proxy: config.delivery.proxy === null ? null : parseProxyUrl(config.delivery.proxy, 'delivery.proxy').display,
         startedAt: () => this.#startedAt,
         inFlight: () => this.permits.inFlight,
         clockOffsetMs: () => this.clusterClock.offsetMs,
