@@ -20,7 +20,7 @@ export const ErrorCode = {
   /** The SSRF guard refused the address a request would connect to. */
   BLOCKED_ADDRESS: 'HERALD_BLOCKED_ADDRESS',
   /** The egress proxy refused, failed or timed out before the tunnel to an endpoint was up (`status`, `proxy`). */
-  PROXY: 'HERALD_PROXY',
+  PROXY: 'HERALD_PROXY_FAILED',
   /** A write was refused because this process no longer holds the slot's lease. */
   FENCED: 'HERALD_FENCED',
   /** The component was closed. */
