@@ -19,6 +19,8 @@ export const ErrorCode = {
   STORE: 'HERALD_STORE',
   /** The SSRF guard refused the address a request would connect to. */
   BLOCKED_ADDRESS: 'HERALD_BLOCKED_ADDRESS',
+  /** The egress proxy refused, failed or timed out before the tunnel to an endpoint was up (`status`, `proxy`). */
+  PROXY: 'HERALD_PROXY_FAILED',
   /** A write was refused because this process no longer holds the slot's lease. */
   FENCED: 'HERALD_FENCED',
   /** The component was closed. */
@@ -113,6 +115,24 @@ export class BlockedAddressError extends HeraldError {
       `refused to connect to ${address} (for ${host}): private, loopback, link-local or metadata address; add it to allowNetworks to permit it`,
     );
     this.address = address;
+  }
+}
+
+/**
+ * The egress proxy (`delivery.proxy`) did not open the tunnel to an endpoint: refused or cut the
+ * connection, answered the CONNECT with a non-2xx status, or did not answer in time. Nothing
+ * reached the endpoint. Names the proxy without its password.
+ */
+export class ProxyError extends HeraldError {
+  /** The proxy's answer to the CONNECT (407, 502, …); `null` when it gave none. */
+  readonly status: number | null;
+  /** The proxy's URL without its password. */
+  readonly proxy: string;
+
+  constructor(proxy: string, status: number | null, what: string, options?: { cause?: unknown }) {
+    super(ErrorCode.PROXY, status === null ? `proxy ${proxy}: ${what}` : `${status} from proxy ${proxy}: ${what}`, options);
+    this.status = status;
+    this.proxy = proxy;
   }
 }
 

@@ -217,6 +217,26 @@ export type EndpointAuth =
       readonly audience?: string;
     };
 
+/**
+ * An endpoint's client certificate for mutual TLS. The key and passphrase are sealed at rest like
+ * signing secrets (lib/signing/secret-box.ts) and never shown; the rest is public and shown.
+ */
+export interface ClientTls {
+  /** The certificate, then any intermediates, PEM. */
+  readonly cert: string;
+  /** The private key (PEM), sealed. */
+  readonly key: string;
+  /** The key's passphrase, sealed; `null` for a key that is not encrypted. */
+  readonly passphrase: string | null;
+  /** The certificate's subject and issuer, one `name=value` per line (node:crypto `X509Certificate`). */
+  readonly subject: string;
+  readonly issuer: string;
+  /** SHA-256 of the certificate, colon-separated hex. */
+  readonly fingerprint: string;
+  /** When the certificate expires (epoch ms). */
+  readonly notAfter: number;
+}
+
 export interface Endpoint {
   readonly id: string;
   readonly tenantId: string;
@@ -241,6 +261,8 @@ export interface Endpoint {
   readonly headers?: readonly EndpointHeader[];
   /** The `authorization` Herald sends; absent: none. */
   readonly auth?: EndpointAuth;
+  /** Its client certificate for mutual TLS; absent: none. */
+  readonly clientTls?: ClientTls;
   readonly status: EndpointStatus;
   /**
    * Why it is disabled, when it is: `operator`, or a {@link DisabledReason} followed by a colon and
@@ -334,7 +356,18 @@ export type Outcome =
       readonly code: string;
       readonly message: string;
     }
-  | { readonly kind: 'blocked'; readonly address: string; readonly message: string };
+  | { readonly kind: 'blocked'; readonly address: string; readonly message: string }
+  | {
+      /**
+       * The egress proxy (`delivery.proxy`) did not open the tunnel: it refused or cut the
+       * connection, answered the CONNECT with a non-2xx, or did not answer in time. Nothing reached
+       * the endpoint, so it does not count against it.
+       */
+      readonly kind: 'proxy';
+      /** The proxy's answer to the CONNECT (407, 502, …); `null` when it gave none. */
+      readonly status: number | null;
+      readonly message: string;
+    };
 
 /** One attempt in the delivery log. */
 export interface Attempt {

@@ -28,9 +28,11 @@ import { DeadLetterDesk } from './dead-letters/dead-letter-desk.ts';
 import { ReplayJobs } from './dead-letters/replay-jobs.ts';
 import { ReviewWatch, UNREVIEWED_COUNT_CAP } from './dead-letters/review-watch.ts';
 import { deliveryHeaders } from './delivery/delivery-headers.ts';
+import { ClientCertificates, readCaFile } from './delivery/client-tls.ts';
+import { parseProxyUrl } from './delivery/egress-proxy.ts';
 import { authorizedSend, requestHeaders } from './delivery/endpoint-auth.ts';
 import { OAuthTokens } from './delivery/oauth-tokens.ts';
-import { createSender, type Sender, type SenderOptions } from './delivery/sender.ts';
+import { createSender, type SendRequest, type SendResult, type Sender, type SenderOptions } from './delivery/sender.ts';
 import { EndpointAdmin, type EndpointHandoff } from './endpoints/endpoint-admin.ts';
 import { SecretAdmin } from './endpoints/secret-admin.ts';
 import { BreakerFamily } from './engine/breaker.ts';
@@ -50,6 +52,7 @@ import { DeliveryLog } from './status/delivery-log.ts';
 import { DeliveryMinuteRecorder } from './status/minute-recorder.ts';
 import { NodeStatus } from './status/node-status.ts';
 import { TenantTokens } from './tenants/tenant-tokens.ts';
+import type { Endpoint } from './model.ts';
 import { tracedSend } from './tracing/attempt-span.ts';
 
 /** How much of a token endpoint's response the token sender keeps: room for a large JWT. */
@@ -89,6 +92,7 @@ export class NodeParts {
   readonly #sender: Sender;
   /** The sender of OAuth token requests: the same guard, its own pools and a larger response kept (a token's JSON). */
   readonly #tokenSender: Sender;
+  readonly #clientCertificates: ClientCertificates;
   readonly #signer: SigningPool;
   readonly #ticker: Ticker;
   readonly #breakers: BreakerFamily;
@@ -131,9 +135,13 @@ export class NodeParts {
       allowNetworks: config.allowNetworks,
       responseBodyMaxBytes: config.delivery.responseBodyMaxBytes,
       connectionsPerOrigin: config.delivery.connectionsPerOrigin,
+      proxy: config.delivery.proxy,
+      ca: readCaFile(config.delivery.caFile),
     };
     this.#sender = createSender(senderOptions);
+    // Token requests leave as deliveries do: through the proxy, trusting the same CAs.
     this.#tokenSender = createSender({ ...senderOptions, responseBodyMaxBytes: TOKEN_RESPONSE_MAX_BYTES, connectionsPerOrigin: 2 });
+    this.#clientCertificates = new ClientCertificates(secretBox);
     this.#signer = new SigningPool({ threads: config.signing.threads });
     this.#ticker = new Ticker({ clock, tickMs: config.engine.tickMs });
     this.#breakers = new BreakerFamily(clock, config.breaker);
@@ -237,6 +245,7 @@ export class NodeParts {
         slotCount,
         leaseMs: config.engine.leaseMs,
         reviewWithinMs: config.deadLetters.reviewWithinMs,
+        proxy: config.delivery.proxy === null ? null : parseProxyUrl(config.delivery.proxy, 'delivery.proxy').display,
         startedAt: () => this.#startedAt,
         inFlight: () => this.permits.inFlight,
         clockOffsetMs: () => this.clusterClock.offsetMs,
@@ -317,7 +326,12 @@ export class NodeParts {
     const emit = this.#emit;
     const open = (stored: string, endpointId: string): string => secretBox.open(stored, endpointId);
     const tokens = new OAuthTokens({ clock, send: (request) => this.#tokenSender.send(request), open });
-    const send = authorizedSend({ clock, send: (request) => this.#sender.send(request), tokens });
+    // An endpoint with a client certificate has its own connections (lib/delivery/client-tls.ts).
+    const sendAs = (request: SendRequest, endpoint?: Endpoint): Promise<SendResult> => {
+      const clientTls = endpoint === undefined ? undefined : this.#clientCertificates.of(endpoint);
+      return this.#sender.send(clientTls === undefined ? request : { ...request, clientTls });
+    };
+    const send = authorizedSend({ clock, send: sendAs, tokens });
     return new Supervisor(
       {
         slotCount,
@@ -344,6 +358,8 @@ export class NodeParts {
           disableOnGone: config.delivery.disableOnGone,
           emit,
           sign: async (job, endpoint, timestampSec) => {
+            // Opened with the signing keys, so a client key this node cannot open makes the delivery wait the same way.
+            this.#clientCertificates.of(endpoint);
             const keys = signingKeys.active(endpoint, clock.now());
             const { sequence } = job.delivery;
             const signatures = await this.#signer.signRequest({ keys, id: job.event.id, timestampSec, body: job.event.payload, sequence });

@@ -99,7 +99,7 @@ async function refresh() {
     $('cluster').innerHTML = [['attempts', attempts], ['failed attempts', failed], ['failure rate', attempts ? Math.round(failed / attempts * 100) + ' %' : '–'],
       ['endpoints with attempts', stats.endpoints.length]]
       .map(([k, v]) => '<div class="card"><span class="muted">' + esc(k) + '</span><b>' + esc(v) + '</b></div>').join('');
-    $('node').textContent = status.node + ' · ' + status.slotsOwned + '/' + status.slotCount + ' slots';
+    $('node').textContent = status.node + ' · ' + status.slotsOwned + '/' + status.slotCount + ' slots' + (status.egress?.proxy ? ' · egress via proxy ' + status.egress.proxy : '');
     const d = status.deliveries;
     $('summary').innerHTML = [['pending', d.pending], ['in flight', status.inFlight], ['delivered', d.delivered], ['dead', d.dead],
       ['store', status.store.available ? 'up' : status.store.reachable ? 'UNAVAILABLE' : 'DOWN'], ['fenced writes', status.fencedWrites]]
@@ -120,7 +120,7 @@ async function refresh() {
         const limits = esc(e.concurrency) + ' at once' + (e.rateLimit ? ' · ' + esc(+e.rateLimit.perSecond.toPrecision(4)) + '/s, burst ' + esc(e.rateLimit.burst) : '')
           + (e.ordering === 'fifo' ? ' · FIFO, one per key' : '');
         const filter = e.filter ? '<br><span class="muted">filter <code data-filter>' + esc(JSON.stringify(e.filter)) + '</code></span>' : '';
-        return row(['<code>' + esc(e.id) + '</code>', esc(e.tenantId), esc(e.url) + sentText(e) + filter, health,
+        return row(['<code>' + esc(e.id) + '</code>', esc(e.tenantId), esc(e.url) + sentText(e) + clientCert(e.clientTls) + filter, health,
           '<span class="pill ' + breakerClass[breaker] + '">' + esc(breaker) + '</span>', rate, limits, signingText(e), esc((a?.queued ?? 0) + (a?.running ?? 0)),
           '<span class="bad">' + esc(a?.lastError ?? r?.lastError ?? '') + '</span>', action], 'data-endpoint="' + esc(e.id) + '"');
       }).join('');

@@ -42,7 +42,8 @@ export const DURATION_TEXT_SCRIPT = String.raw`const durationText = (ms) => {
 
 /**
  * The helpers, as script text: `$` (by id), `esc` (HTML-escapes anything the API returned),
- * `when` (epoch ms as UTC), `durationText` ({@link DURATION_TEXT_SCRIPT}), `token`, `say` (the
+ * `when` (epoch ms as UTC), `durationText` ({@link DURATION_TEXT_SCRIPT}), `clientCert` (an endpoint's client
+ * certificate as a line under its URL), `token`, `say` (the
  * status line), `row` and `head` (table rows), `api` (a call with the bearer token; a 401
  * forgets the token and shows the page's `showLogin()`), `signingText` (an endpoint's signing
  * keys: each scheme, an ed25519 key's public key, a previous key's expiry), and `pager`: a list
@@ -54,6 +55,13 @@ export function pageKitScript(tokenKey: string): string {
 const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));
 const when = (ms) => ms == null ? '' : new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
 ${DURATION_TEXT_SCRIPT}
+// An endpoint's client certificate (its subject's first part and expiry, never a key): red once expired, amber within 30 days, by the browser's clock.
+const clientCert = (tls) => {
+  if (!tls) return '';
+  const left = tls.notAfter - (performance.timeOrigin + performance.now());
+  const cls = left <= 0 ? 'bad' : left < 30 * 864e5 ? 'warn' : 'muted';
+  return '<br><small class="' + cls + '" data-client-cert>mTLS ' + esc(String(tls.subject).split('\n')[0]) + ' · ' + (left <= 0 ? 'expired ' : 'expires ') + esc(when(tls.notAfter)) + '</small>';
+};
 const token = () => sessionStorage.getItem(${key});
 const say = (text, bad) => { $('msg').textContent = text; $('msg').className = bad ? 'bad' : 'ok'; };
 const row = (cells, attrs = '') => '<tr ' + attrs + '>' + cells.map((c) => '<td>' + c + '</td>').join('') + '</tr>';

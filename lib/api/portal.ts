@@ -158,7 +158,7 @@ async function refresh() {
           : e.failingSince != null ? '<span class="warn">failing since ' + esc(when(e.failingSince)) + '</span>' : '<span class="ok">healthy</span>';
         const rate = r ? Math.round(r.failureRate * 100) + ' % <span class="muted">(' + r.failures + '/' + r.attempts + ')</span>' : '<span class="muted">no attempts</span>';
         const id = esc(e.id);
-        return row(['<code>' + id + '</code>' + (e.description ? '<br><span class="muted">' + esc(e.description) + '</span>' : ''), esc(e.url) + sentText(e),
+        return row(['<code>' + id + '</code>' + (e.description ? '<br><span class="muted">' + esc(e.description) + '</span>' : ''), esc(e.url) + sentText(e) + clientCert(e.clientTls),
           esc(e.eventTypes.length ? e.eventTypes.join(', ') : 'every type') + (e.filter ? '<br><span class="muted">filter</span> <code data-filter>' +
             esc(JSON.stringify(e.filter)) + '</code>' : ''), health, rate, signingText(e),
           '<button data-test="' + id + '">Send test event</button> <button data-rotate="' + id + '">Rotate secret</button> ' +

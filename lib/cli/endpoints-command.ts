@@ -32,6 +32,8 @@ interface EndpointView extends CredentialView {
   readonly rateLimit?: { readonly perSecond: number; readonly burst: number } | null;
   /** `null` (or absent, from an older node): no payload filter. */
   readonly filter?: Record<string, unknown> | null;
+  /** `null` (or absent, from an older node): no client certificate. Never its key. */
+  readonly clientTls?: { readonly subject: string; readonly issuer: string; readonly fingerprint: string; readonly notAfter: number } | null;
   readonly status: string;
   readonly disabledReason: string | null;
   readonly failingSince: number | null;
@@ -65,6 +67,9 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
     after: { type: 'string' },
     limit: { type: 'string' },
     ...CREDENTIAL_OPTIONS,
+    'client-cert': { type: 'string' },
+    'client-key': { type: 'string' },
+    'no-client-cert': { type: 'boolean' },
   });
   if (values.help === true) {
     io.stdout.write(`${ENDPOINTS_USAGE}\n`);
@@ -83,7 +88,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
       case 'add': {
         // The endpoint's URL is positional: --url names the admin API, as for every command.
         if (values.tenant === undefined || target === undefined) throw new UsageError('endpoints add: the endpoint URL and --tenant are required');
-        const body: Record<string, unknown> = { tenantId: values.tenant, url: target, ...settingsOf(values), ...credentialSettings(values) };
+        const body: Record<string, unknown> = { tenantId: values.tenant, url: target, ...settingsOf(values, io.env), ...credentialSettings(values) };
         if (values.id !== undefined) body.id = values.id;
         if (values.scheme !== undefined) body.signatureScheme = values.scheme;
         const created = await client.post<EndpointView>('/v1/endpoints', body);
@@ -93,7 +98,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
       }
       case 'update': {
         if (values.scheme !== undefined) throw new UsageError('endpoints update: --scheme is for add and rotate-secret (a rotation changes the scheme)');
-        const body = { ...settingsOf(values), ...credentialSettings(values) };
+        const body = { ...settingsOf(values, io.env), ...credentialSettings(values) };
         if (Object.keys(body).length === 0) throw new UsageError('endpoints update: give at least one setting to change (e.g. --ordering fifo)');
         const updated = await client.patch<EndpointView>(`/v1/endpoints/${encodeURIComponent(needsId())}`, body);
         if (values.json === true) writeJson(io, updated);
@@ -181,7 +186,7 @@ export async function runEndpoints(args: readonly string[], io: CliIo): Promise<
 }
 
 /** The settings `add` and `update` share, as the API takes them (it validates them). */
-function settingsOf(values: Record<string, string | boolean | readonly string[] | undefined>): Record<string, unknown> {
+function settingsOf(values: Record<string, string | boolean | readonly string[] | undefined>, env: NodeJS.ProcessEnv): Record<string, unknown> {
   const text = (name: string): string | undefined => (typeof values[name] === 'string' ? values[name] : undefined);
   const body: Record<string, unknown> = {};
   const eventTypes = text('event-types');
@@ -199,7 +204,32 @@ function settingsOf(values: Record<string, string | boolean | readonly string[] 
   if (text('mode') !== undefined) body.mode = text('mode');
   if (text('ordering') !== undefined) body.ordering = text('ordering');
   if (text('description') !== undefined) body.description = text('description');
+  const clientTls = clientTlsOption(text('client-cert'), text('client-key'), env);
+  if (clientTls !== undefined) body.clientTls = clientTls;
+  if (values['no-client-cert'] === true) {
+    if (clientTls !== undefined) throw new UsageError('--no-client-cert: not with --client-cert');
+    body.clientTls = null;
+  }
   return body;
+}
+
+/**
+ * `--client-cert file.pem --client-key key.pem`: the PEM files read here and sent to the API, which
+ * checks them; an encrypted key's passphrase comes from HERALD_CLIENT_KEY_PASSPHRASE (never a flag,
+ * which others could read in the process list).
+ */
+function clientTlsOption(certFile: string | undefined, keyFile: string | undefined, env: NodeJS.ProcessEnv): Record<string, string> | undefined {
+  if (certFile === undefined && keyFile === undefined) return undefined;
+  if (certFile === undefined || keyFile === undefined) throw new UsageError('--client-cert and --client-key: give both');
+  const read = (flag: string, path: string): string => {
+    try {
+      return readFileSync(path, 'utf8');
+    } catch (error) {
+      throw new UsageError(`--${flag}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  };
+  const passphrase = env.HERALD_CLIENT_KEY_PASSPHRASE;
+  return { cert: read('client-cert', certFile), key: read('client-key', keyFile), ...(passphrase ? { passphrase } : {}) };
 }
 
 function statusText(e: EndpointView): string {
@@ -222,6 +252,7 @@ function show(e: EndpointView): string {
     ['rate limit', rateLimitText(e.rateLimit ?? null)],
     ...credentialLines(e),
     ['filter', e.filter == null ? 'none' : JSON.stringify(e.filter)],
+    ['client cert', e.clientTls == null ? 'none' : `${e.clientTls.subject.replaceAll('\n', ', ')}, expires ${time(e.clientTls.notAfter)}`],
     ['failing since', time(e.failingSince)],
     ['secrets', e.secretCount],
     ...(e.signingKeys === undefined ? [] : [['signing keys', e.signingKeys.map(signingKeyText).join('; ')] as [string, string]]),

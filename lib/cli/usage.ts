@@ -27,11 +27,12 @@ export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|update|list|show|ev
   herald endpoints add <endpoint url> --tenant <id> [--event-types a.b,c.*] [--retry default|aggressive|relaxed|PT10S,PT1M|<JSON>]
                        [--timeout-ms <n>] [--concurrency <n>] [--rate-limit <n>/s[,<burst>]] [--mode at-least-once|at-most-once]
                        [--ordering none|fifo] [--filter <json> | --filter-file <path>] [--description <text>] [--id <id>] [--scheme hmac-sha256|ed25519]
+                       [--client-cert file.pem --client-key key.pem]
                        [--header 'X-Name: value']... [--secret-header 'X-Key: value']... [--no-headers]
                        [--auth-bearer <token> | --auth-basic <user>:<password> | --no-auth |
                         --oauth2-token-url <url> --oauth2-client-id <id> --oauth2-client-secret <secret>
                         [--oauth2-scope <scope>] [--oauth2-audience <audience>]]
-  herald endpoints update <id> [the settings of add, but --tenant, --id and --scheme]   changes only those given
+  herald endpoints update <id> [the settings of add, but --tenant, --id and --scheme] [--no-client-cert]   changes only those given
                        --ordering fifo: strict order per ordering key, one delivery in flight per key
   herald endpoints list [--tenant <id>]
   herald endpoints show <id>
@@ -56,7 +57,9 @@ export const ENDPOINTS_USAGE = `Usage: herald endpoints <add|update|list|show|ev
   --header and --secret-header (repeatable) replace the endpoint's custom headers whole; a secret one's
           value is sealed at rest and never shown. --no-headers and --no-auth remove them.
   --filter takes a payload filter as JSON (docs/FILTERS.md); null removes it:
-          '{"payload.amount":{"$gte":100},"payload.country":{"$in":["BR","PT"]}}'`;
+          '{"payload.amount":{"$gte":100},"payload.country":{"$in":["BR","PT"]}}'
+  --client-cert, --client-key: PEM files of the endpoint's client certificate for mutual TLS (its key is
+          sealed at rest, never shown again); an encrypted key's passphrase in HERALD_CLIENT_KEY_PASSPHRASE`;
 
 export const PUBLISH_USAGE = `Usage: herald publish --tenant <id> --type <event type> --payload <json | @file | -> [--endpoint <id>] [--id <event id>]
                       [--ordering-key <key>]

@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { durationText } from '../clock.ts';
 import { isTenantWeight, TENANT_WEIGHT_RULE } from '../engine/in-flight-limiter.ts';
+import { parseProxyUrl } from '../delivery/egress-proxy.ts';
 import { ConfigError } from '../errors.ts';
 import { RETRY_PRESETS } from '../policy/retry-schedule.ts';
 import type { SecretKeySettings } from '../signing/secret-key-source.ts';
@@ -74,6 +75,13 @@ export interface HeraldConfig {
     readonly retry: RetryPresetName;
     /** A `410 Gone` disables its endpoint at once (Standard Webhooks); `false`: it only dead-letters the delivery. @default true */
     readonly disableOnGone: boolean;
+    /**
+     * An HTTP proxy every delivery leaves through in a CONNECT tunnel, `http://[user:password@]host:port`
+     * (docs/DELIVERY.md, "Egress proxy"); `null`: straight to the endpoints. @default null
+     */
+    readonly proxy: string | null;
+    /** A PEM file of CA certificates trusted besides the built-in roots, for endpoints with a private CA; `null`: none. @default null */
+    readonly caFile: string | null;
   };
   readonly breaker: {
     readonly errorThresholdPercentage: number;
@@ -248,6 +256,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
   if (env.HERALD_ALLOW_NETWORKS !== undefined) out.allowNetworks = listFrom(env.HERALD_ALLOW_NETWORKS);
   if (env.HERALD_LOG_LEVEL) out.logLevel = env.HERALD_LOG_LEVEL as LogLevel;
   if (env.HERALD_LOG_FORMAT) out.logFormat = env.HERALD_LOG_FORMAT as LogFormat;
+  if (env.HERALD_PROXY) out.delivery = { ...out.delivery, proxy: env.HERALD_PROXY };
   const operator: { webhookUrl?: string; secret?: string } = {};
   if (env.HERALD_OPERATOR_WEBHOOK_URL) operator.webhookUrl = env.HERALD_OPERATOR_WEBHOOK_URL;
   if (env.HERALD_OPERATOR_SECRET) operator.secret = env.HERALD_OPERATOR_SECRET;
@@ -321,6 +330,10 @@ export function validateConfig(raw: unknown): HeraldConfig {
   }
   for (const [tenantId, weight] of Object.entries(delivery.tenantWeights as Record<string, unknown>)) {
     if (!isTenantWeight(weight)) throw new ConfigError(`delivery.tenantWeights.${tenantId}`, weight, TENANT_WEIGHT_RULE);
+  }
+  if (delivery.proxy !== null) parseProxyUrl(delivery.proxy, 'delivery.proxy');
+  if (delivery.caFile !== null && (typeof delivery.caFile !== 'string' || delivery.caFile === '')) {
+    throw new ConfigError('delivery.caFile', delivery.caFile, 'must be null or the path of a PEM file of CA certificates');
   }
   const engine = raw.engine as Record<string, number>;
   if ((engine.renewIntervalMs ?? 0) * 2 > (engine.leaseMs ?? 0)) {

@@ -110,23 +110,24 @@ const UNAUTHORIZED = 401;
  */
 export function authorizedSend(deps: {
   readonly clock: Clock;
-  readonly send: (request: SendRequest) => Promise<SendResult>;
+  /** Sends to the endpoint (which may carry a client certificate). */
+  readonly send: (request: SendRequest, endpoint?: Endpoint) => Promise<SendResult>;
   readonly tokens: OAuthTokens;
 }): (request: SendRequest, endpoint?: Endpoint) => Promise<SendResult> {
   const { clock, send, tokens } = deps;
   return async (request, endpoint) => {
     const auth = endpoint?.auth;
-    if (endpoint === undefined || auth?.type !== 'oauth2') return send(request);
+    if (endpoint === undefined || auth?.type !== 'oauth2') return send(request, endpoint);
     const startedAt = clock.now();
     const done = (outcome: SendResult['outcome']): SendResult => ({ outcome, durationMs: clock.now() - startedAt });
     let token = await tokens.token(endpoint, auth);
     if ('failure' in token) return done(token.failure);
-    let sent = await send({ ...request, headers: { ...request.headers, authorization: `Bearer ${token.token}` } });
+    let sent = await send({ ...request, headers: { ...request.headers, authorization: `Bearer ${token.token}` } }, endpoint);
     if (sent.outcome.kind !== 'response' || sent.outcome.status !== UNAUTHORIZED) return done(sent.outcome);
     // Refused: the token may have been revoked or expired early. One new token, one more try.
     token = await tokens.token(endpoint, auth, token.token);
     if ('failure' in token) return done(token.failure);
-    sent = await send({ ...request, headers: { ...request.headers, authorization: `Bearer ${token.token}` } });
+    sent = await send({ ...request, headers: { ...request.headers, authorization: `Bearer ${token.token}` } }, endpoint);
     return done(sent.outcome);
   };
 }

@@ -12,7 +12,7 @@
  *                    │                                  └─ more than kept + discard bytes ─► abort;
  *                    │                                     response outcome (connection closed)
  *                    └─ onError ─► network / blocked outcome
- *   expire() (the timeout, any time) ─► timeout outcome now; the exchange is aborted
+ *   expire() (the timeout, any time) ─► timeout outcome now (or `unsent()`'s, before onConnect); the exchange is aborted
  *
  * The first of these to happen decides the outcome; later callbacks change nothing.
  */
@@ -30,6 +30,11 @@ export interface ExchangeOptions {
   readonly discardBytes: number;
   readonly timeoutMs: number;
   readonly failure: FailureOutcome;
+  /**
+   * Asked when the timeout comes before the request was written to a connection: an outcome that
+   * says why (the proxy had not opened its tunnel), or `undefined` for a plain timeout.
+   */
+  readonly unsent?: () => Outcome | undefined;
 }
 
 const LOCATION = 'location';
@@ -61,7 +66,8 @@ export class Exchange implements Dispatcher.DispatchHandler {
   expire(): void {
     if (this.#decided) return;
     this.#expired = true;
-    this.#decide({ kind: 'timeout', timeoutMs: this.#options.timeoutMs });
+    const unsent = this.#abort === undefined ? this.#options.unsent?.() : undefined;
+    this.#decide(unsent ?? { kind: 'timeout', timeoutMs: this.#options.timeoutMs });
     this.#abort?.(new Error(`timed out after ${durationText(this.#options.timeoutMs)}`));
   }
 

@@ -126,6 +126,8 @@ export class OAuthTokens {
   #tokenOf(auth: OAuth2Auth, outcome: Outcome): { token: string; refreshAt: number } | { failure: Outcome } {
     switch (outcome.kind) {
       case 'blocked':
+      // The egress proxy's own failure stays one: it does not count against the endpoint.
+      case 'proxy':
         return { failure: { ...outcome, message: `token endpoint ${auth.tokenUrl}: ${outcome.message}` } };
       case 'timeout':
         return failure(auth, `timeout after ${outcome.timeoutMs} ms`);

@@ -15,20 +15,28 @@
  * The SSRF guard sits in the pools' connector, so it judges the address
  * actually connected to (after DNS), not the one a URL seemed to name.
  *
+ * With `proxy`, every connection is a CONNECT tunnel through it to an address
+ * the guard allowed (lib/delivery/egress-connector.ts); a proxy's own failure
+ * is a `proxy` outcome, not the endpoint's. A request with a client
+ * certificate goes to a pool of its own, keyed by origin and certificate
+ * fingerprint. Without either, a request takes the same pool and dispatch as
+ * before they existed.
+ *
  * Lifecycle: open from `createSender()` until `close()`; `send()` after
  * `close()` throws `ClosedError`.
  */
-import dns from 'node:dns';
-import net from 'node:net';
+import type tls from 'node:tls';
 import type * as Undici from 'undici';
-import type { Clock } from '../clock.ts';
-import { BlockedAddressError, ClosedError, ConfigError, ErrorCode, hasCode, messageOf } from '../errors.ts';
+import { durationText, type Clock } from '../clock.ts';
+import { BlockedAddressError, ClosedError, ConfigError, ErrorCode, hasCode, messageOf, ProxyError } from '../errors.ts';
 import type { Outcome } from '../model.ts';
 import { createAddressGuard } from './address-guard.ts';
-import type { AddressGuard } from './address-guard.ts';
+import { secureContextOf, type ClientCertificate } from './client-tls.ts';
 import { Deadlines } from './deadlines.ts';
+import { directConnector, proxiedConnector, type ProxiedConnector } from './egress-connector.ts';
+import { parseProxyUrl, type EgressProxy } from './egress-proxy.ts';
 import { Exchange } from './exchange.ts';
-import { buildConnector, Pool, undiciErrors } from './undici-parts.ts';
+import { Pool, undiciErrors } from './undici-parts.ts';
 
 const SECOND = 1_000;
 const KIB = 1_024;
@@ -52,12 +60,26 @@ export interface SenderOptions {
    * @default 16
    */
   readonly connectionsPerOrigin?: number;
+  /**
+   * The URL of an HTTP proxy every request leaves through in a CONNECT tunnel,
+   * `http://[user:password@]host:port`; `null`: straight to the endpoint.
+   * @default null
+   */
+  readonly proxy?: string | null;
+  /**
+   * Extra CA certificates (PEM) trusted besides Node's built-in roots, for
+   * endpoints with certificates from a private CA.
+   * @default []
+   */
+  readonly ca?: readonly string[];
 }
 
 export const SENDER_DEFAULTS = Object.freeze({
   allowNetworks: [],
   responseBodyMaxBytes: 4 * KIB,
   connectionsPerOrigin: 16,
+  proxy: null,
+  ca: [],
 }) satisfies Required<Omit<SenderOptions, 'clock'>>;
 
 export interface SendRequest {
@@ -66,6 +88,8 @@ export interface SendRequest {
   readonly body: string;
   /** Time allowed for the whole exchange, from connecting to the end of the response. */
   readonly timeoutMs: number;
+  /** The endpoint's client certificate for mutual TLS; absent: none. */
+  readonly clientTls?: ClientCertificate;
 }
 
 export interface SendResult {
@@ -93,6 +117,9 @@ export const USER_AGENT = 'Herald-Webhooks/0.1';
  */
 const SAFETY_NET_TIMEOUT_MS = 120 * SECOND;
 
+/** The most the proxy may take to open a tunnel (connect, CONNECT, its answer), on the clock. */
+export const PROXY_TUNNEL_TIMEOUT_MS = 10 * SECOND;
+
 /**
  * After the kept bytes, up to this much more is read and dropped so the
  * connection can be reused; a larger remainder is cheaper to cut off by
@@ -114,10 +141,19 @@ const INVALID_URL_CODE = 'ERR_INVALID_URL';
  */
 export const PROTOCOL_ERROR_CODE = 'PROTOCOL';
 
+/**
+ * The code of a `network` outcome of an endpoint whose client certificate has
+ * expired: no request is made with it. Retried, so a certificate replaced in
+ * time lets the delivery through.
+ */
+export const CLIENT_CERT_EXPIRED_CODE = 'CLIENT_CERT_EXPIRED';
+
 /** At most this much of what a non-HTTP peer sent, from where parsing failed, is quoted (JSON-escaped) in the message. */
 const PROTOCOL_SAMPLE_CHARS = 32;
 
-function validateOptions(options: SenderOptions): Required<SenderOptions> {
+type Settings = Required<Omit<SenderOptions, 'proxy'>> & { readonly proxy: EgressProxy | null };
+
+function validateOptions(options: SenderOptions): Settings {
   if (typeof options !== 'object' || options === null) {
     throw new ConfigError('sender', options, 'must be an options object with a clock');
   }
@@ -132,72 +168,14 @@ function validateOptions(options: SenderOptions): Required<SenderOptions> {
   if (!Number.isSafeInteger(merged.connectionsPerOrigin) || merged.connectionsPerOrigin < 1) {
     throw new ConfigError('connectionsPerOrigin', merged.connectionsPerOrigin, 'must be an integer of at least 1');
   }
-  return merged;
+  if (!Array.isArray(merged.ca) || merged.ca.some((pem) => typeof pem !== 'string' || !pem.includes('-----BEGIN CERTIFICATE-----'))) {
+    throw new ConfigError('ca', typeof merged.ca, 'must be a list of PEM certificates');
+  }
+  return { ...merged, proxy: merged.proxy === null ? null : parseProxyUrl(merged.proxy, 'proxy') };
 }
 
 function definedOnly<T extends object>(options: T): Partial<T> {
   return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>;
-}
-
-/**
- * A DNS lookup that hands `net.connect` only addresses the guard allows, and
- * fails with `BlockedAddressError` when none is. This is the check on the
- * address about to be connected to, so a name rebound to a private address
- * between validation and sending is still caught.
- */
-function guardedLookup(guard: AddressGuard): net.LookupFunction {
-  return (hostname, options, callback) => {
-    dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
-      if (error !== null) {
-        callback(error, '', 0);
-        return;
-      }
-      const allowed = addresses.filter((entry) => guard.isAllowed(entry.address));
-      const first = allowed[0];
-      if (first === undefined) {
-        callback(blockedLookupError(addresses[0]?.address ?? 'no address', hostname), '', 0);
-      } else if (options.all === true) {
-        callback(null, allowed);
-      } else {
-        callback(null, first.address, first.family);
-      }
-    });
-  };
-}
-
-/** `BlockedAddressError` is a HeraldError; `net` wants an errno-style error from a lookup. */
-function blockedLookupError(address: string, hostname: string): NodeJS.ErrnoException {
-  return new BlockedAddressError(address, hostname) as NodeJS.ErrnoException;
-}
-
-/**
- * undici's connector with the SSRF guard around it: IP literals (which skip
- * DNS) are checked before any packet is sent, names through the lookup, and
- * every socket's remote address once connected.
- */
-function guardedConnector(guard: AddressGuard): Undici.buildConnector.connector {
-  const connect = buildConnector({ lookup: guardedLookup(guard), timeout: SAFETY_NET_TIMEOUT_MS });
-  return (options, callback) => {
-    const { hostname } = options;
-    if (net.isIP(hostname) !== 0 && !guard.isAllowed(hostname)) {
-      const error = new BlockedAddressError(hostname, hostname);
-      queueMicrotask(() => callback(error, null));
-      return;
-    }
-    connect(options, (error, socket) => {
-      if (error !== null) {
-        callback(error, null);
-        return;
-      }
-      const remote = socket.remoteAddress;
-      if (remote === undefined || !guard.isAllowed(remote)) {
-        socket.destroy();
-        callback(new BlockedAddressError(remote ?? 'an unknown address', hostname), null);
-        return;
-      }
-      callback(null, socket);
-    });
-  };
 }
 
 /** Every error reachable from `error` through `cause` and `AggregateError.errors`. */
@@ -237,6 +215,7 @@ function protocolOutcome(error: Undici.errors.HTTPParserError): Outcome {
 
 function failureOutcome(error: unknown): Outcome {
   for (const inner of errorChain(error)) {
+    if (inner instanceof ProxyError) return { kind: 'proxy', status: inner.status, message: inner.message };
     if (inner instanceof BlockedAddressError || hasCode(inner, ErrorCode.BLOCKED_ADDRESS)) {
       const blocked = inner as BlockedAddressError;
       return { kind: 'blocked', address: blocked.address, message: blocked.message };
@@ -246,6 +225,15 @@ function failureOutcome(error: unknown): Outcome {
     if (inner instanceof undiciErrors.HTTPParserError) return protocolOutcome(inner);
   }
   return { kind: 'network', code: networkCode(error), message: messageOf(error) };
+}
+
+function expiredCertificate(client: ClientCertificate): Outcome {
+  const message = `the endpoint's client certificate (sha256 ${client.fingerprint}) expired at ${new Date(client.notAfter).toISOString()}: not sent; replace it (clientTls)`;
+  return { kind: 'network', code: CLIENT_CERT_EXPIRED_CODE, message };
+}
+
+function tunnelTimeout(proxy: EgressProxy, timeoutMs: number): Outcome {
+  return { kind: 'proxy', status: null, message: `proxy ${proxy.display}: no tunnel within the request's ${durationText(timeoutMs)}` };
 }
 
 function invalidUrl(url: string, why: string): Outcome {
@@ -259,25 +247,40 @@ function invalidUrl(url: string, why: string): Outcome {
  */
 export function createSender(options: SenderOptions): Sender {
   const settings = validateOptions(options);
-  const { clock } = settings;
+  const { clock, proxy } = settings;
   const guard = createAddressGuard(settings.allowNetworks);
-  const connect = guardedConnector(guard);
+  const caContext = secureContextOf(settings.ca);
+  /** The connector of every pool without a client certificate, when there is no proxy. */
+  const shared = proxy === null ? directConnector(guard, SAFETY_NET_TIMEOUT_MS, caContext) : undefined;
+  /** By origin, or by origin and certificate fingerprint for requests with a client certificate. */
   const pools = new Map<string, Pool>();
+  /** With a proxy: each pool's connector, by the pool's key. */
+  const tunnels = new Map<string, ProxiedConnector>();
   const targets = new Map<string, Target | Outcome>();
   const deadlines = new Deadlines(clock);
   let closed = false;
 
-  const poolFor = (origin: string): Pool => {
-    let pool = pools.get(origin);
+  /** A pool's connector: the shared one, or its own (a client certificate's TLS context, a proxy's tunnels). */
+  const connectorFor = (key: string, client: ClientCertificate | undefined): Undici.buildConnector.connector => {
+    if (shared !== undefined && client === undefined) return shared;
+    const secureContext: tls.SecureContext | undefined = client === undefined ? caContext : secureContextOf(settings.ca, client);
+    if (proxy === null) return directConnector(guard, SAFETY_NET_TIMEOUT_MS, secureContext);
+    const proxied = proxiedConnector({ guard, proxy, clock, tunnelTimeoutMs: PROXY_TUNNEL_TIMEOUT_MS, timeoutMs: SAFETY_NET_TIMEOUT_MS, secureContext });
+    tunnels.set(key, proxied);
+    return proxied.connect;
+  };
+
+  const poolFor = (key: string, origin: string, client: ClientCertificate | undefined): Pool => {
+    let pool = pools.get(key);
     if (pool === undefined) {
       pool = new Pool(origin, {
         connections: settings.connectionsPerOrigin,
         pipelining: 1,
         headersTimeout: SAFETY_NET_TIMEOUT_MS,
         bodyTimeout: SAFETY_NET_TIMEOUT_MS,
-        connect,
+        connect: connectorFor(key, client),
       });
-      pools.set(origin, pool);
+      pools.set(key, pool);
     }
     return pool;
   };
@@ -285,20 +288,33 @@ export function createSender(options: SenderOptions): Sender {
   async function attempt(sendRequest: SendRequest): Promise<Outcome> {
     const target = targetOf(sendRequest.url, targets);
     if ('kind' in target) return target;
+    const client = sendRequest.clientTls;
+    if (client !== undefined && client.notAfter <= clock.now()) return expiredCertificate(client);
+    const key = client === undefined ? target.origin : `${target.origin} ${client.fingerprint}`;
+    let pool: Pool;
+    try {
+      pool = poolFor(key, target.origin, client);
+    } catch (error) {
+      // The client certificate's TLS context did not load (its key, its passphrase).
+      return { kind: 'network', code: networkCode(error), message: `client certificate: ${messageOf(error)}` };
+    }
 
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': USER_AGENT };
     for (const [name, value] of Object.entries(sendRequest.headers)) headers[name.toLowerCase()] = value;
 
     const { timeoutMs } = sendRequest;
+    const tunnel = proxy === null ? undefined : tunnels.get(key);
     const exchange = new Exchange({
       keepBytes: settings.responseBodyMaxBytes,
       discardBytes: DISCARD_MAX_BYTES,
       timeoutMs,
       failure: failureOutcome,
+      // Timed out before the request was written while the proxy had a tunnel to open: the proxy's delay.
+      ...(tunnel === undefined || proxy === null ? {} : { unsent: () => (tunnel.opening > 0 ? tunnelTimeout(proxy, timeoutMs) : undefined) }),
     });
     const deadline = deadlines.add(clock.now() + timeoutMs, () => exchange.expire());
     try {
-      poolFor(target.origin).dispatch({ path: target.path, method: 'POST', headers, body: sendRequest.body }, exchange);
+      pool.dispatch({ path: target.path, method: 'POST', headers, body: sendRequest.body }, exchange);
       return await exchange.outcome;
     } finally {
       deadline.cancel();

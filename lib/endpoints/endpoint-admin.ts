@@ -13,12 +13,13 @@ import type { SecretBox } from '../signing/secret-box.ts';
 import type { EndpointPatch, Store } from '../store/port.ts';
 import { authView, sealAuth, type AuthView } from './endpoint-auth-input.ts';
 import { checkHeadersBesideAuth, headersView, sealHeaders, type HeaderView } from './endpoint-headers.ts';
+import { assertCurrent, clientTlsView, sealClientTls, type ClientTlsView } from './client-tls-input.ts';
 import { validateEndpointChanges, validateNewEndpoint, type EndpointDefaults } from './endpoint-input.ts';
 import { rowsToRead, sequencePageOf, type SequencePage, type SequencePageRequest } from './sequence-page.ts';
 import { testSubscription, validateFilterTest, type FilterTestResult } from './subscription.ts';
 
 /** An endpoint as the API shows it: never its secrets. */
-export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit' | 'adaptiveConcurrency' | 'filter' | 'headers' | 'auth'> & {
+export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit' | 'adaptiveConcurrency' | 'filter' | 'headers' | 'auth' | 'clientTls'> & {
   /** By name; a secret one without its value. `null`: none. */
   readonly headers: Record<string, HeaderView> | null;
   /** Without its secret part. `null`: none. */
@@ -29,6 +30,8 @@ export type EndpointView = Omit<Endpoint, 'secrets' | 'rateLimit' | 'adaptiveCon
   readonly adaptiveConcurrency: AdaptiveConcurrency | null;
   /** `null`: no payload filter. */
   readonly filter: PayloadFilter | null;
+  /** Its client certificate's subject, issuer, fingerprint and expiry, never the key; `null`: none. */
+  readonly clientTls: ClientTlsView | null;
   readonly secretCount: number;
   /** When the previous secret stops signing, during a rotation. */
   readonly previousSecretExpiresAt: number | null;
@@ -84,6 +87,7 @@ export class EndpointAdmin {
   async create(input: unknown): Promise<{ endpoint: EndpointView; secret: string }> {
     const fields = validateNewEndpoint(input, this.#defaults);
     const now = this.#clock.now();
+    if (fields.clientTls !== undefined) assertCurrent(fields.clientTls, now);
     const id = fields.id ?? newId('ep');
     if (fields.id !== undefined && (await this.#store.getEndpoint(id)) !== undefined) {
       throw new ConflictError(`id: endpoint '${id}' exists already`);
@@ -105,6 +109,7 @@ export class EndpointAdmin {
       ...(fields.headers === undefined ? {} : { headers: sealHeaders(fields.headers, (value) => this.#secretBox.seal(value, id)) }),
       ...(fields.auth === undefined ? {} : { auth: sealAuth(fields.auth, (value) => this.#secretBox.seal(value, id)) }),
       ...(fields.filter === undefined ? {} : { filter: fields.filter }),
+      ...(fields.clientTls === undefined ? {} : { clientTls: sealClientTls(fields.clientTls, this.#secretBox, id) }),
       status: 'enabled',
       disabledReason: null,
       failingSince: null,
@@ -137,7 +142,10 @@ export class EndpointAdmin {
 
   /** @throws ValidationError naming the field and rule; NotFoundError (`endpointId`). */
   async update(id: string, input: unknown): Promise<EndpointView> {
-    const { headers, auth, ...changes } = validateEndpointChanges(input);
+    const { headers, auth, clientTls, ...rest } = validateEndpointChanges(input);
+    // Sealed for this endpoint: an unknown id finds nothing to write (NotFoundError).
+    if (clientTls != null) assertCurrent(clientTls, this.#clock.now());
+    const changes = clientTls === undefined ? rest : { ...rest, clientTls: clientTls === null ? null : sealClientTls(clientTls, this.#secretBox, id) };
     if (headers === undefined && auth === undefined) return this.patch(id, changes);
     // `authorization` among the headers and `auth` exclude each other, whichever of them this changes.
     const current = headers === undefined || auth === undefined ? await this.endpoint(id) : undefined;
@@ -194,7 +202,7 @@ export class EndpointAdmin {
 }
 
 export function viewOf(endpoint: Endpoint): EndpointView {
-  const { secrets, rateLimit, adaptiveConcurrency, filter, headers, auth, ...rest } = endpoint;
+  const { secrets, rateLimit, adaptiveConcurrency, filter, headers, auth, clientTls, ...rest } = endpoint;
   const previous = secrets.find((s) => s.expiresAt !== null);
   return {
     ...rest,
@@ -203,6 +211,7 @@ export function viewOf(endpoint: Endpoint): EndpointView {
     filter: filter ?? null,
     headers: headersView(headers),
     auth: authView(auth),
+    clientTls: clientTls === undefined ? null : clientTlsView(clientTls),
     secretCount: secrets.length,
     previousSecretExpiresAt: previous?.expiresAt ?? null,
     signingKeys: secrets.map(signingKeyView),

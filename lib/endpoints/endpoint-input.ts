@@ -14,6 +14,7 @@ import { validateAdaptiveConcurrency } from './adaptive-concurrency.ts';
 import { validateAuth } from './endpoint-auth-input.ts';
 import { checkHeadersBesideAuth, validateHeaders } from './endpoint-headers.ts';
 import { validatePayloadFilter } from './payload-filter.ts';
+import { validateClientTls, type ClientTlsInput } from './client-tls-input.ts';
 import { validateRateLimit } from './rate-limit.ts';
 
 export interface EndpointDefaults {
@@ -33,9 +34,11 @@ export type NewEndpointFields = Pick<
   readonly id?: string;
   /** How its first key signs. @default 'hmac-sha256' */
   readonly signatureScheme: SignatureScheme;
+  /** Its client certificate, the key in clear: sealed by the admin before it is stored. */
+  readonly clientTls?: ClientTlsInput;
 };
 
-export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' | 'rateLimit' | 'adaptiveConcurrency' | 'signatureScheme' | 'filter' | 'headers' | 'auth'>> & {
+export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' | 'rateLimit' | 'adaptiveConcurrency' | 'signatureScheme' | 'filter' | 'headers' | 'auth' | 'clientTls'>> & {
   /** A new limit (replacing the old one whole), or `null` to lift it. */
   readonly rateLimit?: RateLimit | null;
   /** Adaptive concurrency (settings replacing the old ones whole), or `null` for a fixed concurrency. */
@@ -46,13 +49,15 @@ export type EndpointChanges = Partial<Omit<NewEndpointFields, 'id' | 'tenantId' 
   readonly headers?: readonly EndpointHeader[] | null;
   /** New authentication (replacing the old one whole; its secret not yet sealed), or `null` for none. */
   readonly auth?: EndpointAuth | null;
+  /** A client certificate (replacing the old one whole), or `null` to remove it. */
+  readonly clientTls?: ClientTlsInput | null;
 };
 
 export const TIMEOUT_MIN_MS = 1_000;
 export const TIMEOUT_MAX_MS = 30_000;
 const ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 const EVENT_FILTER_PATTERN = /^(\*|[A-Za-z0-9_:-]+(\.[A-Za-z0-9_:-]+)*(\.\*)?)$/;
-const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'ordering', 'concurrency', 'rateLimit', 'adaptiveConcurrency', 'filter', 'headers', 'auth'] as const;
+const EDITABLE = ['url', 'description', 'eventTypes', 'retry', 'timeoutMs', 'mode', 'ordering', 'concurrency', 'rateLimit', 'adaptiveConcurrency', 'filter', 'headers', 'auth', 'clientTls'] as const;
 const CREATABLE = ['id', 'tenantId', 'signatureScheme', ...EDITABLE] as const;
 
 export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults): NewEndpointFields {
@@ -82,6 +87,7 @@ export function validateNewEndpoint(input: unknown, defaults: EndpointDefaults):
     // Absent, null or empty: none.
     ...(changes.headers == null ? {} : { headers: changes.headers }),
     ...(changes.auth == null ? {} : { auth: changes.auth }),
+    ...(changes.clientTls == null ? {} : { clientTls: changes.clientTls }),
   };
 }
 
@@ -146,6 +152,7 @@ function validateChanges(body: Record<string, unknown>): EndpointChanges {
     out.headers = headers.length === 0 ? null : headers;
   }
   if (body.auth !== undefined) out.auth = body.auth === null ? null : validateAuth(body.auth, 'auth');
+  if (body.clientTls !== undefined) out.clientTls = body.clientTls === null ? null : validateClientTls(body.clientTls, 'clientTls');
   return out;
 }
 

@@ -1,9 +1,9 @@
 /**
  * Endpoint signing secrets over their life: rotation (a new current secret, of the same scheme or
  * another; the previous ones keep signing for the overlap) and re-encryption under the current key after a key rotation
- * (`herald secrets reencrypt`), which re-seals the secret header values and the `auth` secret too.
- * Both write the secrets only while they are still those read, so a change on another node
- * meanwhile is never overwritten.
+ * (`herald secrets reencrypt`), which re-seals the secret header values, the `auth` secret and a client
+ * certificate's key and passphrase too. Both write the secrets only while they are still those read, so a
+ * change on another node meanwhile is never overwritten.
  */
 import type { Clock } from '../clock.ts';
 import { ErrorCode, hasCode, SecretUnreadableError, ValidationError } from '../errors.ts';
@@ -11,6 +11,7 @@ import { SignatureScheme, type Endpoint, type SigningSecret } from '../model.ts'
 import { generateSigningSecret, schemeOf } from '../signing/secret.ts';
 import type { SecretBox } from '../signing/secret-box.ts';
 import type { EndpointPatch, Store } from '../store/port.ts';
+import { clientTlsNeedsSealing, resealClientTls } from './client-tls-input.ts';
 import type { EndpointAdmin, EndpointHandoff, EndpointView } from './endpoint-admin.ts';
 import { signatureScheme } from './endpoint-input.ts';
 import { authSecretOf, sealAuth } from './endpoint-auth-input.ts';
@@ -108,7 +109,9 @@ export class SecretAdmin {
   async #reencryptOne(listed: Endpoint): Promise<boolean> {
     let endpoint: Endpoint | undefined = listed;
     for (let round = 1; endpoint !== undefined; round++) {
-      if (!sealedTextsOf(endpoint).some((text) => this.#secretBox.needsSealing(text))) return false;
+      const { clientTls } = endpoint;
+      const staleTls = clientTls !== undefined && clientTlsNeedsSealing(clientTls, this.#secretBox);
+      if (!staleTls && !sealedTextsOf(endpoint).some((text) => this.#secretBox.needsSealing(text))) return false;
       const id = endpoint.id;
       const reseal = (stored: string): string => this.#secretBox.seal(this.#secretBox.open(stored, id), id);
       const { headers, auth } = endpoint;
@@ -122,6 +125,8 @@ export class SecretAdmin {
               auth: auth === undefined ? null : sealAuth(auth, reseal),
               expectedCredentials: { headers: headers ?? null, auth: auth ?? null },
             }),
+        // The client key and passphrase too, written only while they are still those read.
+        ...(staleTls ? { clientTls: resealClientTls(clientTls, this.#secretBox, id), expectedClientTlsKey: clientTls.key } : {}),
       };
       try {
         const updated = await this.#store.updateEndpoint(id, patch, this.#clock.now());

@@ -38,7 +38,7 @@ import PQueue from 'p-queue';
 import { durationText, isoTime, type Clock, type Random } from '../clock.ts';
 import { newId } from '../ids.ts';
 import { DeliveryMode, DisabledReason, type Attempt, type DeliveryJob, type Endpoint, type Outcome } from '../model.ts';
-import { classify, describeOutcome, isEndpointGone } from '../policy/classify.ts';
+import { classify, countsAgainstHealth, describeOutcome, isEndpointGone } from '../policy/classify.ts';
 import { decideNextStep } from '../policy/next-step.ts';
 import { retryPolicyOf } from '../policy/retry-policy.ts';
 import type { AttemptRecord, Settlement } from '../store/port.ts';
@@ -494,7 +494,8 @@ export class EndpointActor implements BreakerListener, WakeListener {
     if (this.#deps.disableOnGone && isEndpointGone(sent.outcome)) {
       await this.#disable(DisabledReason.GONE, `${error ?? ''} Gone for delivery ${job.delivery.id}`, now, job.delivery.id);
     }
-    await this.#recordHealth(endpoint, next.kind === 'delivered', error, now);
+    // A proxy's failure never reached the endpoint: its health (failing, auto-disable) is left alone.
+    if (countsAgainstHealth(sent.outcome)) await this.#recordHealth(endpoint, next.kind === 'delivered', error, now);
   }
 
   /**

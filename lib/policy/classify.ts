@@ -64,6 +64,8 @@ export function describeOutcome(outcome: Outcome): string {
       return `${outcome.code}: ${outcome.message}`;
     case 'blocked':
       return `blocked: ${outcome.message}`;
+    case 'proxy':
+      return `proxy: ${outcome.message}`;
   }
 }
 
@@ -96,13 +98,17 @@ export function classify(outcome: Outcome, now: number): Verdict {
     case 'blocked':
       // The SSRF guard will refuse the same address next time too.
       return { kind: 'permanent', reason };
+    case 'proxy':
+      // The proxy's trouble, usually brief (a restart, a full connection table): the endpoint may be fine.
+      return { kind: 'retry', reason, retryAfterMs: undefined, pauseMailbox: false };
   }
 }
 
 /**
  * Whether an outcome is a failure of the endpoint itself, for its circuit
  * breaker: timeouts, network errors, 5xx and 408. A 4xx (or 429, or a 3xx)
- * proves the endpoint is up and answering; a blocked address never left us.
+ * proves the endpoint is up and answering; a blocked address never left us,
+ * and a proxy's failure never reached the endpoint.
  */
 export function countsAgainstBreaker(outcome: Outcome): boolean {
   switch (outcome.kind) {
@@ -113,8 +119,18 @@ export function countsAgainstBreaker(outcome: Outcome): boolean {
     case 'network':
       return !PERMANENT_NETWORK_CODES.has(outcome.code);
     case 'blocked':
+    case 'proxy':
       return false;
   }
+}
+
+/**
+ * Whether a failed outcome counts toward the endpoint's health (`failingSince`, the
+ * `endpoint.failing` event and the auto-disable): every failure but the egress proxy's, which
+ * never reached the endpoint. The stores apply the same rule by failure kind.
+ */
+export function countsAgainstHealth(outcome: Outcome): boolean {
+  return outcome.kind !== 'proxy';
 }
 
 /**

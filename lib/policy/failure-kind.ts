@@ -22,6 +22,8 @@ export const FailureKind = {
   NETWORK: 'network',
   /** The SSRF guard refused the address before any traffic. */
   BLOCKED: 'blocked',
+  /** The egress proxy did not open the tunnel (refused, non-2xx to the CONNECT, no answer in time): not the endpoint's failure. */
+  PROXY: 'proxy',
   /** A 3xx: redirects are never followed. */
   REDIRECT: 'redirect',
   /** Recorded before failure kinds existed (the migration that added them gives it to older failures). */
@@ -43,6 +45,7 @@ const TLS_CODES: ReadonlySet<string> = new Set([
   'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
   'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
   'HOSTNAME_MISMATCH',
+  'CLIENT_CERT_EXPIRED',
 ]);
 const TLS_CODE_PREFIXES: readonly string[] = ['ERR_TLS_', 'ERR_SSL_', 'CERT_'];
 
@@ -65,6 +68,8 @@ export function failureKind(outcome: Outcome): FailureKind {
       return networkKind(outcome.code);
     case 'blocked':
       return FailureKind.BLOCKED;
+    case 'proxy':
+      return FailureKind.PROXY;
   }
 }
 

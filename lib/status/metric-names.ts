@@ -45,6 +45,8 @@ export const StatusClass = {
   TIMEOUT: 'timeout',
   NETWORK: 'network',
   BLOCKED: 'blocked',
+  /** The egress proxy did not open the tunnel: nothing reached the endpoint. */
+  PROXY: 'proxy',
 } as const;
 export type StatusClass = (typeof StatusClass)[keyof typeof StatusClass];
 
@@ -68,7 +70,7 @@ export const METRIC_DOCS: Readonly<Record<MetricName, MetricDoc>> = {
   [MetricName.ATTEMPT_DURATION]: {
     type: 'histogram',
     labels: ['status_class'],
-    help: 'Duration of each attempt, by status class (2xx, 3xx, 4xx, 5xx, timeout, network, blocked).',
+    help: 'Duration of each attempt, by status class (2xx, 3xx, 4xx, 5xx, timeout, network, blocked, proxy).',
   },
   [MetricName.FIRST_ATTEMPTS]: { type: 'counter', labels: [], help: 'First attempts of a delivery round.' },
   [MetricName.FIRST_ATTEMPT_SUCCESSES]: { type: 'counter', labels: [], help: 'First attempts that delivered.' },

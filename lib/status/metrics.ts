@@ -38,6 +38,8 @@ export function statusClassOf(outcome: Outcome): StatusClass {
       return StatusClass.NETWORK;
     case 'blocked':
       return StatusClass.BLOCKED;
+    case 'proxy':
+      return StatusClass.PROXY;
     case 'response':
       if (outcome.status >= 500) return StatusClass.C5XX;
       if (outcome.status >= 400) return StatusClass.C4XX;

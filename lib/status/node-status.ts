@@ -29,6 +29,8 @@ export interface StatusSnapshot {
    */
   readonly unfannedEvents: number;
   readonly fencedWrites: number;
+  /** How deliveries leave this node: through `delivery.proxy` (its URL, the password masked), or `null`: straight. */
+  readonly egress: { readonly proxy: string | null };
   /**
    * The dead letters nobody has reviewed yet (state `new`), all nodes together, counted up to
    * `UNREVIEWED_COUNT_CAP`, the oldest one's age (0 when none), and the limit it is held to
@@ -97,6 +99,8 @@ export interface NodeStatusSources {
   /** A node is live while its last heartbeat is within a lease period. */
   readonly leaseMs: number;
   readonly reviewWithinMs: number;
+  /** `delivery.proxy` with its password masked; `null`: none. */
+  readonly proxy: string | null;
   startedAt(): number;
   inFlight(): number;
   clockOffsetMs(): number;
@@ -157,6 +161,7 @@ export class NodeStatus {
       deliveries,
       unfannedEvents,
       fencedWrites: sources.fencedWrites(),
+      egress: { proxy: sources.proxy },
       deadLetters: {
         unreviewed: unreviewed.count,
         oldestUnreviewedAt: unreviewed.oldestAt,

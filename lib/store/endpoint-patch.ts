@@ -7,6 +7,8 @@
  * `null` removes the payload filter, `headers` or `auth` of `null` removes them.
  * A patch with `expectedSecrets` applies only while the stored secrets are those,
  * with `expectedCredentials` only while the stored headers and auth are those.
+ * One with `expectedClientTlsKey` applies only while the stored client key is
+ * that (`null`: none); a `clientTls` of `null` removes the certificate.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { ConflictError } from '../errors.ts';
@@ -15,9 +17,10 @@ import type { EndpointPatch } from './port.ts';
 
 /** @throws ConflictError when `patch.expectedSecrets` no longer match the stored secrets (nothing is to be written). */
 export function patchedEndpoint(current: Endpoint, patch: EndpointPatch, now: number): Endpoint {
-  const { expectedSecrets, expectedCredentials, ...fields } = patch;
+  const { expectedSecrets, expectedCredentials, expectedClientTlsKey, ...fields } = patch;
   if (expectedSecrets !== undefined && !sameSecrets(current, expectedSecrets)) throw secretsChanged(current.id);
   if (expectedCredentials !== undefined && !sameCredentials(current, expectedCredentials)) throw secretsChanged(current.id);
+  if (expectedClientTlsKey !== undefined && (current.clientTls?.key ?? null) !== expectedClientTlsKey) throw secretsChanged(current.id);
   const changes = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
   const {
     rateLimit,
@@ -25,6 +28,7 @@ export function patchedEndpoint(current: Endpoint, patch: EndpointPatch, now: nu
     filter,
     headers,
     auth,
+    clientTls,
     ...next
   }: Endpoint & {
     rateLimit?: Endpoint['rateLimit'] | null;
@@ -32,6 +36,7 @@ export function patchedEndpoint(current: Endpoint, patch: EndpointPatch, now: nu
     filter?: Endpoint['filter'] | null;
     headers?: Endpoint['headers'] | null;
     auth?: Endpoint['auth'] | null;
+    clientTls?: Endpoint['clientTls'] | null;
   } = {
     ...current,
     ...changes,
@@ -46,6 +51,7 @@ export function patchedEndpoint(current: Endpoint, patch: EndpointPatch, now: nu
     ...(filter == null ? {} : { filter }),
     ...(headers == null ? {} : { headers }),
     ...(auth == null ? {} : { auth }),
+    ...(clientTls == null ? {} : { clientTls }),
   };
 }
 

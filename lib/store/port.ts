@@ -222,6 +222,8 @@ export interface EndpointPatch {
   readonly disabledReason?: string | null;
   readonly failingSince?: number | null;
   readonly secrets?: Endpoint['secrets'];
+  /** A new client certificate (its key sealed), or `null` to remove it (the endpoint then has no `clientTls`). */
+  readonly clientTls?: Endpoint['clientTls'] | null;
   /**
    * A precondition, not a change: the stored secrets' texts, in order, as the caller read them.
    * When they differ now (another rotation or re-encryption wrote first), nothing is written and
@@ -237,6 +239,8 @@ export interface EndpointPatch {
     readonly headers: Endpoint['headers'] | null;
     readonly auth: Endpoint['auth'] | null;
   };
+  /** A precondition like `expectedSecrets`: the stored client key's sealed text as read (`null`: none). */
+  readonly expectedClientTlsKey?: string | null;
 }
 
 export interface DeliveryFilter {

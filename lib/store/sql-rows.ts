@@ -7,7 +7,7 @@
  * hence `Number()` where that can happen.
  */
 import type {
-  AdaptiveConcurrency, Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, EndpointAuth, EndpointHeader, OutboxEvent, Outcome, PayloadFilter, RateLimit, ReplayJobFilter, ReplayJobRecord,
+  AdaptiveConcurrency, Attempt, ClientTls, DeadLetter, Delivery, DeliveryStatus, Endpoint, EndpointAuth, EndpointHeader, OutboxEvent, Outcome, PayloadFilter, RateLimit, ReplayJobFilter, ReplayJobRecord,
   ReplayJobState, TenantToken, TraceContext, TriageState,
 } from '../model.ts';
 import { EndpointOrdering, EndpointStatus } from '../model.ts';
@@ -43,6 +43,8 @@ export interface EndpointRow {
   headers: JsonColumn<EndpointHeader[]> | null;
   /** NULL: no authentication (and every row written before the column existed); its secret sealed. */
   auth: JsonColumn<EndpointAuth> | null;
+  /** NULL: no client certificate (and every row written before the column existed). */
+  client_tls?: JsonColumn<ClientTls> | null;
   status: string;
   disabled_reason: string | null;
   failing_since: number | null;
@@ -159,6 +161,7 @@ export function endpointFromRow(row: EndpointRow): Endpoint {
     ...(row.payload_filter === null || row.payload_filter === undefined ? {} : { filter: fromJson(row.payload_filter) }),
     ...(row.headers === null || row.headers === undefined ? {} : { headers: fromJson(row.headers) }),
     ...(row.auth === null || row.auth === undefined ? {} : { auth: fromJson(row.auth) }),
+    ...(row.client_tls === null || row.client_tls === undefined ? {} : { clientTls: fromJson(row.client_tls) }),
   };
 }
 

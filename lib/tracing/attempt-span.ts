@@ -121,5 +121,7 @@ function errorType(outcome: Outcome): string {
       return outcome.code;
     case 'blocked':
       return 'blocked';
+    case 'proxy':
+      return 'proxy';
   }
 }

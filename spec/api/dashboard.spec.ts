@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { BrowserContext } from 'playwright-core';
 import { launchChromiumOrSkip, type Chromium } from '../support/chromium.ts';
 import { attemptsSeen, startServer, type TestServer } from '../support/harness.ts';
+import { tlsFixture } from '../support/egress-parts.ts';
 import { CHART_COLOURS, canvasPixels } from './canvas-pixels.ts';
 import { startStatus, TOKEN, type StatusFixture } from './status-fixture.ts';
 
@@ -274,6 +275,31 @@ describe('Dashboard (in Chromium)', function () {
         const rotatedRow = await page.locator(`tr[data-endpoint="${hmac.endpoint.id}"]`).innerText();
         expect(rotatedRow).to.include(`ed25519 ${rotated.secret}`).and.match(/hmac-sha256 until \d{4}-/).and.not.include('whsec_');
         expect(await page.locator('#endpoints').innerText()).to.not.include('whsk_');
+      } finally {
+        await page.close();
+      }
+    });
+  });
+
+  context('when deliveries leave through a proxy and an endpoint has a client certificate', () => {
+    it('shows the proxy (without its password) by the node, and the certificate\'s subject and expiry under the endpoint\'s URL', async () => {
+      f = await startStatus({ delivery: { proxy: 'http://egress:s3cret@127.0.0.1:3128' } });
+      const clientTls = { cert: tlsFixture('client.pem'), key: tlsFixture('client.key') };
+      const withCert = (await f.t.herald.createEndpoint({ tenantId: 'acme', url: 'https://example.com/m', clientTls })).endpoint;
+      const plain = (await f.t.herald.createEndpoint({ tenantId: 'acme', url: 'https://example.com/p' })).endpoint;
+      const status = await f.api('GET', '/v1/status');
+      expect(status.json.egress).to.deep.equal({ proxy: 'http://egress:***@127.0.0.1:3128' });
+      expect(status.text).to.not.include('s3cret');
+      const page = await browser!.newPage();
+      try {
+        await page.goto(`${f.base}/`);
+        await page.fill('#token', TOKEN);
+        await page.click('#login button');
+        const certRow = page.locator(`tr[data-endpoint="${withCert.id}"]`);
+        await certRow.waitFor();
+        expect(await certRow.innerText()).to.include('mTLS CN=herald-client · expires 21');
+        expect(await page.locator(`tr[data-endpoint="${plain.id}"]`).innerText()).to.not.include('mTLS');
+        expect(await page.locator('#node').innerText()).to.include('egress via proxy http://egress:***@127.0.0.1:3128');
       } finally {
         await page.close();
       }

@@ -201,6 +201,26 @@ describe('herald ops commands (CLI against a running status port)', function () 
     });
   });
 
+  describe('endpoints add --client-cert --client-key', () => {
+    it('sends the PEM files, shows the subject and expiry (never the key), removes it with --no-client-cert', async () => {
+      const tls = (name: string) => fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url));
+      const [added, encrypted, half] = await Promise.all([
+        herald(['endpoints', 'add', `${sink.url}/c`, '--tenant', 'acme', '--client-cert', tls('client.pem'), '--client-key', tls('client.key'), '--json']),
+        herald(['endpoints', 'add', `${sink.url}/e`, '--tenant', 'acme', '--client-cert', tls('client.pem'), '--client-key', tls('client-encrypted.key'), '--json'],
+          { HERALD_CLIENT_KEY_PASSPHRASE: 'test-passphrase' }),
+        herald(['endpoints', 'add', `${sink.url}/h`, '--tenant', 'acme', '--client-cert', tls('client.pem')]),
+      ]);
+      expect(ok(added).json.clientTls).to.include({ subject: 'CN=herald-client\nO=Herald Tests', issuer: 'CN=Herald Test CA' });
+      expect(added.stdout).to.not.include('PRIVATE KEY');
+      expect(ok(encrypted).json.clientTls).to.not.equal(null);
+      expect(half.code).to.equal(2);
+      const id = added.json.id as string;
+      expect(ok(await herald(['endpoints', 'show', id])).stdout).to.match(/^client cert:\s+CN=herald-client, O=Herald Tests, expires \d{4}-/m);
+      const removed = await herald(['endpoints', 'update', id, '--no-client-cert', '--json']);
+      expect(ok(removed).json.clientTls).to.equal(null);
+    });
+  });
+
   describe('endpoints --ordering and endpoints update', () => {
     it('creates a FIFO endpoint, shows its ordering, switches it back; refuses an unknown ordering with the API message (1)', async () => {
       const added = await herald(['endpoints', 'add', `${sink.url}/o`, '--tenant', 'acme', '--ordering', 'fifo', '--json']);

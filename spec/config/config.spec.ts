@@ -243,6 +243,19 @@ describe('Configuration', () => {
       });
     }
 
+    context('when an egress proxy or a CA file is given', () => {
+      it('takes an http proxy URL (also from HERALD_PROXY) and refuses others, naming delivery.proxy without the password', () => {
+        expect(resolveConfig({ delivery: { proxy: 'http://u:p@proxy.internal:3128' } }).delivery.proxy).to.equal('http://u:p@proxy.internal:3128');
+        expect(configFromEnv({ HERALD_PROXY: 'http://proxy:3128' }).delivery).to.deep.equal({ proxy: 'http://proxy:3128' });
+        for (const bad of ['https://u:hunter2@proxy:3128', 'proxy:3128', 'http://proxy:3128/x', 42]) {
+          expect(() => resolveConfig({ delivery: { proxy: bad as string } }), String(bad))
+            .to.throw(ConfigError, /^config delivery\.proxy=/)
+            .that.satisfies((error: Error) => !error.message.includes('hunter2'));
+        }
+        expect(() => resolveConfig({ delivery: { caFile: '' } })).to.throw(ConfigError, /^config delivery\.caFile=/);
+      });
+    });
+
     context('when tenant weights are given', () => {
       it('takes any tenant id as a key, with an integer weight', () => {
         expect(resolveConfig({ delivery: { tenantWeights: { acme: 4, 'globex-2': 1 } } }).delivery.tenantWeights).to.deep.equal({ acme: 4, 'globex-2': 1 });

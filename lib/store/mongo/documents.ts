@@ -4,7 +4,7 @@
  * driver field (`_id`, `ord`, `at`, `claimId`, …) leaks into the model.
  */
 import type { ObjectId } from 'mongodb';
-import type { Attempt, DeadLetter, Delivery, DeliveryStatus, Endpoint, EndpointAuth, EndpointHeader, OutboxEvent, PayloadFilter, SigningSecret, TraceContext, Triage } from '../../model.ts';
+import type { Attempt, ClientTls, DeadLetter, Delivery, DeliveryStatus, Endpoint, EndpointAuth, EndpointHeader, OutboxEvent, PayloadFilter, SigningSecret, TraceContext, Triage } from '../../model.ts';
 import { EndpointOrdering, EndpointStatus } from '../../model.ts';
 import type { AttemptRecord, NewDelivery, NodeRecord, SlotLease } from '../port.ts';
 import { newObjectId } from './driver.ts';
@@ -30,6 +30,7 @@ export function endpointToDoc(endpoint: Endpoint): EndpointDoc {
     payloadFilter: endpoint.filter === undefined ? null : JSON.stringify(endpoint.filter),
     headers: headersToDoc(endpoint.headers ?? null),
     auth: authToDoc(endpoint.auth ?? null),
+    clientTls: endpoint.clientTls === undefined ? null : clientTlsCopy(endpoint.clientTls),
     status: endpoint.status,
     disabledReason: endpoint.disabledReason,
     failingSince: endpoint.failingSince,
@@ -76,6 +77,20 @@ export function endpointFromDoc(doc: EndpointDoc): Endpoint {
     ...(doc.payloadFilter === null || doc.payloadFilter === undefined ? {} : { filter: JSON.parse(doc.payloadFilter) as PayloadFilter }),
     ...(doc.headers === null || doc.headers === undefined ? {} : { headers: doc.headers.map((h) => ({ name: h.name, value: h.value, secret: h.secret })) }),
     ...(doc.auth === null || doc.auth === undefined ? {} : { auth: authFromDoc(doc.auth) }),
+    ...(doc.clientTls === null || doc.clientTls === undefined ? {} : { clientTls: clientTlsCopy(doc.clientTls) }),
+  };
+}
+
+/** A client certificate copied field by field (its key stays sealed). */
+export function clientTlsCopy(tls: ClientTls): ClientTls {
+  return {
+    cert: tls.cert,
+    key: tls.key,
+    passphrase: tls.passphrase ?? null,
+    subject: tls.subject,
+    issuer: tls.issuer,
+    fingerprint: tls.fingerprint,
+    notAfter: tls.notAfter,
   };
 }
 

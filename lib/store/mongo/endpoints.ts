@@ -45,19 +45,21 @@ export async function listEndpoints({ endpoints }: StoreDb, filter?: { readonly 
 
 export async function updateEndpoint(db: StoreDb, id: string, patch: EndpointPatch, now: number): Promise<Endpoint | undefined> {
   const { endpoints } = db;
-  const { expectedSecrets, expectedCredentials } = patch;
+  const { expectedSecrets, expectedCredentials, expectedClientTlsKey } = patch;
   // The preconditions in the filter, so they are checked and the write made in one atomic step.
   const filter = {
     _id: id,
     ...(expectedSecrets === undefined ? {} : { $expr: { $eq: ['$secrets.secret', [...expectedSecrets]] } }),
     ...(expectedCredentials === undefined ? {} : credentialsFilter(expectedCredentials)),
+    // `clientTls: null` also matches a document without the field.
+    ...(expectedClientTlsKey === undefined ? {} : expectedClientTlsKey === null ? { clientTls: null } : { 'clientTls.key': expectedClientTlsKey }),
   };
   const doc = await db.transaction(async (session) => {
     const updated = await endpoints.findOneAndUpdate(filter, endpointPatchUpdate(patch, now), { returnDocument: 'after', session });
     if (updated !== null) await recordEndpointChange(db, session, id, now);
     return updated;
   });
-  if (doc === null && (expectedSecrets !== undefined || expectedCredentials !== undefined) && (await endpoints.countDocuments({ _id: id }, { limit: 1 })) > 0) {
+  if (doc === null && (expectedSecrets !== undefined || expectedCredentials !== undefined || expectedClientTlsKey !== undefined) && (await endpoints.countDocuments({ _id: id }, { limit: 1 })) > 0) {
     throw secretsChanged(id);
   }
   return doc === null ? undefined : endpointFromDoc(doc);

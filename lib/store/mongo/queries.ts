@@ -14,7 +14,7 @@ import type { Document, Filter, ObjectId, UpdateFilter } from 'mongodb';
 import { failureKind } from '../../policy/failure-kind.ts';
 import type { DeliveryStatus } from '../../model.ts';
 import type { AttemptRecord, ClaimRequest, DeliveryFilter, EndpointPatch, Settlement } from '../port.ts';
-import { authToDoc, headersToDoc } from './documents.ts';
+import { authToDoc, clientTlsCopy, headersToDoc } from './documents.ts';
 import type { DeliveryDoc, EndpointDoc, LeaseDoc } from './schema.ts';
 import { secretDoc } from './documents.ts';
 
@@ -348,6 +348,7 @@ export function endpointPatchUpdate(patch: EndpointPatch, now: number): UpdateFi
   if (patch.filter !== undefined) set.payloadFilter = patch.filter === null ? null : JSON.stringify(patch.filter);
   if (patch.headers !== undefined) set.headers = headersToDoc(patch.headers);
   if (patch.auth !== undefined) set.auth = authToDoc(patch.auth);
+  if (patch.clientTls !== undefined) set.clientTls = patch.clientTls === null ? null : clientTlsCopy(patch.clientTls);
   if (patch.status !== undefined) set.status = patch.status;
   if (patch.disabledReason !== undefined) set.disabledReason = patch.disabledReason;
   if (patch.failingSince !== undefined) set.failingSince = patch.failingSince;

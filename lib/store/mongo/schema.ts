@@ -12,7 +12,7 @@
  * one with no indexes yet. Any process may call it at any time.
  */
 import type { Db, IndexDescription, ObjectId } from 'mongodb';
-import type { Outcome, ReplayJobFilter, ReplayJobState, RetrySpec, SigningSecret, TraceContext, TriageState } from '../../model.ts';
+import type { ClientTls, Outcome, ReplayJobFilter, ReplayJobState, RetrySpec, SigningSecret, TraceContext, TriageState } from '../../model.ts';
 import { MongoErrorCode, serverErrorCode } from './mongo-errors.ts';
 
 /**
@@ -111,6 +111,8 @@ export interface EndpointDoc {
   headers?: HeaderDoc[] | null;
   /** Authentication, its secret sealed; `null`: none, and missing in documents written before it existed (read as none). */
   auth?: AuthDoc | null;
+  /** `null`: no client certificate; missing in documents written before client certificates existed (read as none, so no migration). */
+  clientTls?: ClientTls | null;
   status: string;
   disabledReason: string | null;
   failingSince: number | null;

@@ -5,6 +5,7 @@
  */
 import type { AnyBulkWriteOperation } from 'mongodb';
 import { StoreError } from '../../errors.ts';
+import { countsAgainstHealth } from '../../policy/classify.ts';
 import { failureKind } from '../../policy/failure-kind.ts';
 import type { SettleResult, Settlement } from '../port.ts';
 import type { StoreDb } from './collections.ts';
@@ -127,11 +128,12 @@ export function planSettle(
     plan.updates.push({ updateOne: { filter: settleFilter(settlement), update } });
     if (settlement.kind === 'release') continue;
     plan.attempts.push(attemptToDoc(id, settlement.attempt, updated.attempts, updated.round));
-    plan.endpointMarks.push(
-      settlement.kind === 'delivered'
-        ? { updateOne: { filter: clearFailingFilter(updated.endpointId), update: CLEAR_FAILING_UPDATE } }
-        : { updateOne: { filter: markFailingFilter(updated.endpointId), update: markFailingUpdate(settlement.attempt.startedAt) } },
-    );
+    if (settlement.kind === 'delivered') {
+      plan.endpointMarks.push({ updateOne: { filter: clearFailingFilter(updated.endpointId), update: CLEAR_FAILING_UPDATE } });
+    } else if (countsAgainstHealth(settlement.attempt.outcome)) {
+      // A proxy's failure never reached the endpoint: it leaves its failing-since alone.
+      plan.endpointMarks.push({ updateOne: { filter: markFailingFilter(updated.endpointId), update: markFailingUpdate(settlement.attempt.startedAt) } });
+    }
     if (settlement.kind === 'dead') plan.dead.push({ settlement, delivery: updated });
   }
   return plan;

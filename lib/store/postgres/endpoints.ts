@@ -13,9 +13,9 @@ import { named, sqlState, SqlState, type Sql, type Statement } from './sql.ts';
 import { workNotice } from './work-notice.ts';
 
 const COLUMNS = `id, tenant_id, url, description, event_types, retry, timeout_ms, mode, concurrency, status,
-  disabled_reason, failing_since, secrets, created_at, updated_at, rate_limit, adaptive_concurrency, ordering, headers, auth, payload_filter`;
+  disabled_reason, failing_since, secrets, created_at, updated_at, rate_limit, adaptive_concurrency, ordering, headers, auth, payload_filter, client_tls`;
 const VALUES = `$1, $2, $3, $4, $5::jsonb, $6::jsonb, $7, $8, $9, $10, $11, $12, $13::jsonb, $14, $15, $16::jsonb, $17::jsonb, $18,
-  $19::jsonb, $20::jsonb, $21::json`;
+  $19::jsonb, $20::jsonb, $21::json, $22::jsonb`;
 
 export class EndpointQueries {
   readonly #s: string;

@@ -39,5 +39,6 @@ export function endpointValues(endpoint: Endpoint): unknown[] {
     endpoint.headers === undefined ? null : JSON.stringify(endpoint.headers),
     endpoint.auth === undefined ? null : JSON.stringify(endpoint.auth),
     endpoint.filter === undefined ? null : JSON.stringify(endpoint.filter),
+    endpoint.clientTls === undefined ? null : JSON.stringify(endpoint.clientTls),
   ];
 }

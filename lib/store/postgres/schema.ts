@@ -442,7 +442,12 @@ INSERT INTO ${s}.event_type_catalog (only_row, version) VALUES (true, 0) ON CONF
     sql: (s) => `ALTER TABLE ${s}.endpoints ADD COLUMN IF NOT EXISTS headers jsonb, ADD COLUMN IF NOT EXISTS auth jsonb;`,
   },
   {
-    version: 23,
+    version: 21,
+    what: "an endpoint's client certificate for mutual TLS (its key sealed); NULL: none",
+    sql: (s) => `ALTER TABLE ${s}.endpoints ADD COLUMN IF NOT EXISTS client_tls jsonb;`,
+  },
+  {
+    version: 22,
     what: "each event's producer trace context (W3C traceparent and tracestate), continued by its attempts",
     // NULL: no trace (no OpenTelemetry SDK at the producer), and every event written before. No
     // rewrite: a nullable column without a default is added in the catalog only.

@@ -15,7 +15,7 @@
  * `attempts`: `DeliveryLogQueries.listAttempts` reads it back first.
  */
 import { StoreError } from '../../errors.ts';
-import { failureKind } from '../../policy/failure-kind.ts';
+import { FailureKind, failureKind } from '../../policy/failure-kind.ts';
 import type { SettleResult, Settlement } from '../port.ts';
 import { named, type Sql, type Statement } from './sql.ts';
 
@@ -74,10 +74,11 @@ export class SettleQueries {
       ),
       -- Each outcome beside its endpoint's last success in the batch, then one row per endpoint:
       -- one sort, where a lookup per endpoint into the batch cost batch × endpoints.
+      -- A proxy's failure never reached the endpoint: it leaves its failing-since alone.
       outcomes AS (
         SELECT endpoint_id, kind, ord, started_at,
           max(ord) FILTER (WHERE kind = 'delivered') OVER (PARTITION BY endpoint_id) AS ok_ord
-        FROM settled WHERE kind <> 'release'
+        FROM settled WHERE kind <> 'release' AND failure_kind IS DISTINCT FROM '${FailureKind.PROXY}'
       ),
       verdict AS (
         SELECT endpoint_id, max(ok_ord) AS ok_ord,

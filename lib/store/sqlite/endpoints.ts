@@ -24,12 +24,12 @@ export class EndpointStatements {
 
   constructor(db: BetterSqlite3.Database) {
     this.#insert = db.prepare(`INSERT INTO endpoints (id, tenant_id, url, description, event_types, retry, timeout_ms, mode, ordering,
-        concurrency, rate_limit, adaptive_concurrency, payload_filter, headers, auth, status, disabled_reason, failing_since, secrets, created_at, updated_at)
+        concurrency, rate_limit, adaptive_concurrency, payload_filter, headers, auth, client_tls, status, disabled_reason, failing_since, secrets, created_at, updated_at)
       VALUES (@id, @tenant_id, @url, @description, @event_types, @retry, @timeout_ms, @mode, @ordering,
-        @concurrency, @rate_limit, @adaptive_concurrency, @payload_filter, @headers, @auth, @status, @disabled_reason, @failing_since, @secrets, @created_at, @updated_at)`);
+        @concurrency, @rate_limit, @adaptive_concurrency, @payload_filter, @headers, @auth, @client_tls, @status, @disabled_reason, @failing_since, @secrets, @created_at, @updated_at)`);
     this.#replace = db.prepare(`UPDATE endpoints SET url = @url, description = @description, event_types = @event_types,
         retry = @retry, timeout_ms = @timeout_ms, mode = @mode, ordering = @ordering, concurrency = @concurrency, rate_limit = @rate_limit,
-        adaptive_concurrency = @adaptive_concurrency, payload_filter = @payload_filter, headers = @headers, auth = @auth, status = @status,
+        adaptive_concurrency = @adaptive_concurrency, payload_filter = @payload_filter, headers = @headers, auth = @auth, client_tls = @client_tls, status = @status,
         disabled_reason = @disabled_reason, failing_since = @failing_since, secrets = @secrets, updated_at = @updated_at
       WHERE id = @id`);
     this.#get = db.prepare<unknown[], EndpointRow>(`SELECT * FROM endpoints WHERE id = ?`);

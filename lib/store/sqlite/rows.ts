@@ -29,6 +29,7 @@ export function endpointToRow(endpoint: Endpoint): EndpointRow {
     payload_filter: endpoint.filter === undefined ? null : JSON.stringify(endpoint.filter),
     headers: endpoint.headers === undefined ? null : JSON.stringify(endpoint.headers),
     auth: endpoint.auth === undefined ? null : JSON.stringify(endpoint.auth),
+    client_tls: endpoint.clientTls === undefined ? null : JSON.stringify(endpoint.clientTls),
     status: endpoint.status,
     disabled_reason: endpoint.disabledReason,
     failing_since: endpoint.failingSince,

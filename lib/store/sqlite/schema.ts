@@ -273,7 +273,12 @@ ALTER TABLE endpoints ADD COLUMN auth TEXT;
 `,
   },
   {
-    version: 21,
+    version: 19,
+    what: "an endpoint's client certificate for mutual TLS (its key sealed), as JSON; NULL: none",
+    sql: `ALTER TABLE endpoints ADD COLUMN client_tls TEXT;`,
+  },
+  {
+    version: 20,
     what: "each event's producer trace context (W3C traceparent and tracestate, JSON), continued by its attempts",
     // NULL: no trace (no OpenTelemetry SDK at the producer), and every event written before.
     sql: `

@@ -13,6 +13,7 @@
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { StoreError } from '../../errors.ts';
+import { countsAgainstHealth } from '../../policy/classify.ts';
 import { failureKind } from '../../policy/failure-kind.ts';
 import type { SettleResult, Settlement } from '../port.ts';
 import type { Statement } from './sql.ts';
@@ -117,7 +118,8 @@ export class SettleStatements {
       this.#clearFailing.run(row.endpoint_id);
       return true;
     }
-    this.#markFailing.run({ id: row.endpoint_id, since: attempt.startedAt });
+    // A proxy's failure never reached the endpoint: it leaves its failing-since alone.
+    if (countsAgainstHealth(attempt.outcome)) this.#markFailing.run({ id: row.endpoint_id, since: attempt.startedAt });
     if (settlement.kind === 'dead') {
       const inserted = this.#insertDeadLetter.run({
         id: settlement.deadLetterId,

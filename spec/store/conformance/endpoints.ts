@@ -216,6 +216,53 @@ export function describeEndpoints(suite: ConformanceSuite): void {
       });
     });
 
+    context('when an endpoint has a client certificate', () => {
+      const tls = (key: string): NonNullable<Endpoint['clientTls']> => ({
+        cert: '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n',
+        key,
+        passphrase: key === 'enc:v1:aaaaaaaa:k2' ? 'enc:v1:aaaaaaaa:p2' : null,
+        subject: 'CN=herald-client\nO=Herald Tests',
+        issuer: 'CN=Herald Test CA',
+        fingerprint: 'AB:CD:EF',
+        notAfter: clock.now() + 365 * DAY,
+      });
+
+      it('reads it back exactly, and one without has no clientTls', async () => {
+        const withCert = await addEndpoint('ep_1', 'acme', { clientTls: tls('enc:v1:aaaaaaaa:k1') });
+        const without = await addEndpoint('ep_2', 'acme');
+        expect(await store.getEndpoint('ep_1')).to.deep.equal(withCert);
+        expect(await store.getEndpoint('ep_2')).to.not.have.property('clientTls');
+        expect(await store.listEndpoints({ tenantId: 'acme' })).to.deep.equal([withCert, without]);
+      });
+
+      it('sets, keeps, replaces and removes it by patch (null), leaving the other fields alone', async () => {
+        const created = await addEndpoint('ep_1');
+        const set = await store.updateEndpoint('ep_1', { clientTls: tls('enc:v1:aaaaaaaa:k1') }, clock.now());
+        expect(set).to.deep.equal({ ...created, clientTls: tls('enc:v1:aaaaaaaa:k1') });
+        const kept = await store.updateEndpoint('ep_1', { concurrency: 3 }, clock.now());
+        expect(kept?.clientTls, 'a patch without clientTls keeps it').to.deep.equal(tls('enc:v1:aaaaaaaa:k1'));
+        const replaced = await store.updateEndpoint('ep_1', { clientTls: tls('enc:v1:aaaaaaaa:k2') }, clock.now());
+        expect(await store.getEndpoint('ep_1')).to.deep.equal(replaced);
+        expect(replaced?.clientTls?.passphrase).to.equal('enc:v1:aaaaaaaa:p2');
+        const removed = await store.updateEndpoint('ep_1', { clientTls: null }, clock.now());
+        expect(removed).to.deep.equal({ ...created, concurrency: 3 });
+        expect(await store.getEndpoint('ep_1')).to.deep.equal(removed);
+      });
+
+      it('writes a patch with expectedClientTlsKey only while the stored key is that (HERALD_CONFLICT otherwise, nothing written)', async () => {
+        await addEndpoint('ep_1', 'acme', { clientTls: tls('enc:v1:aaaaaaaa:k1') });
+        const error = await rejection(store.updateEndpoint('ep_1', { clientTls: tls('enc:v1:aaaaaaaa:k2'), expectedClientTlsKey: 'enc:v1:aaaaaaaa:k0' }, clock.now()));
+        expect((error as HeraldError).code).to.equal(ErrorCode.CONFLICT);
+        expect((await store.getEndpoint('ep_1'))?.clientTls?.key).to.equal('enc:v1:aaaaaaaa:k1');
+        const written = await store.updateEndpoint('ep_1', { clientTls: tls('enc:v1:aaaaaaaa:k2'), expectedClientTlsKey: 'enc:v1:aaaaaaaa:k1' }, clock.now());
+        expect(written?.clientTls?.key).to.equal('enc:v1:aaaaaaaa:k2');
+        await addEndpoint('ep_2');
+        const none = await rejection(store.updateEndpoint('ep_2', { concurrency: 2, expectedClientTlsKey: 'enc:v1:aaaaaaaa:k1' }, clock.now()));
+        expect((none as HeraldError).code).to.equal(ErrorCode.CONFLICT);
+        expect((await store.updateEndpoint('ep_2', { concurrency: 2, expectedClientTlsKey: null }, clock.now()))?.concurrency).to.equal(2);
+      });
+    });
+
     context('when an endpoint does not exist', () => {
       it('returns undefined from get and update, false from delete', async () => {
         expect(await store.getEndpoint('ep_missing')).to.equal(undefined);

@@ -86,6 +86,33 @@ export function describeSettle(suite: ConformanceSuite): void {
       });
     });
 
+    context('when the egress proxy failed the attempt', () => {
+      it('records the attempt and its proxy failure kind, and leaves the endpoint\'s failingSince alone', async () => {
+        await addEndpoint('ep_1');
+        const { delivery } = await claimedDelivery('ep_1');
+        const proxied: Outcome = { kind: 'proxy', status: 502, message: '502 from proxy http://proxy:3128: Bad Gateway (CONNECT 203.0.113.9:443)' };
+        const next = clock.now() + MINUTE;
+        await store.settle(
+          [{ kind: 'retry', deliveryId: delivery.id, epoch: delivery.leaseEpoch, attempt: attempt(clock.now(), proxied, 'proxy: 502 from proxy'), nextAttemptAt: next }],
+          clock.now(),
+        );
+        expect(await store.getDelivery(delivery.id)).to.include({ status: 'pending', attempts: 1, lastError: 'proxy: 502 from proxy' });
+        expect((await store.listAttempts(delivery.id)).map((a) => a.outcome)).to.deep.equal([proxied]);
+        expect((await store.getEndpoint('ep_1'))?.failingSince).to.equal(null);
+
+        // The endpoint's own failure after it starts the run, as always.
+        clock.advanceTo(next);
+        await lease();
+        const [job] = await claim();
+        const failedAt = clock.now();
+        await store.settle(
+          [{ kind: 'retry', deliveryId: delivery.id, epoch: job!.delivery.leaseEpoch, attempt: attempt(failedAt, BUSY, 'HTTP 503', 2), nextAttemptAt: failedAt + MINUTE }],
+          clock.now(),
+        );
+        expect((await store.getEndpoint('ep_1'))?.failingSince).to.equal(failedAt);
+      });
+    });
+
     context('when an attempt fails for good', () => {
       it('marks the delivery dead and writes a dead letter with payload, attempts, last outcome and reason', async () => {
         await addEndpoint('ep_1');

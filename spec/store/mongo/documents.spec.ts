@@ -66,6 +66,22 @@ describe('MongoDB documents', () => {
     expect(endpointFromDoc(older)).to.deep.equal(unlimited);
   });
 
+  it("maps an endpoint's client certificate both ways: a value (key still sealed), null without one, and none when a document predates it", () => {
+    const clientTls = { cert: 'PEM', key: 'enc:v1:aaaaaaaa:k', passphrase: null, subject: 'CN=c', issuer: 'CN=ca', fingerprint: 'AB:CD', notAfter: NOW + 1 };
+    const endpoint: Endpoint = {
+      id: 'ep_1', tenantId: 'acme', url: 'https://x.example/h', description: '', eventTypes: [], retry: { preset: 'default' },
+      timeoutMs: 10_000, mode: 'at-least-once', ordering: 'none', concurrency: 4, clientTls, status: 'enabled',
+      disabledReason: null, failingSince: null, secrets: [], createdAt: NOW, updatedAt: NOW,
+    };
+    expect(endpointToDoc(endpoint).clientTls).to.deep.equal(clientTls);
+    expect(endpointFromDoc(endpointToDoc(endpoint))).to.deep.equal(endpoint);
+    const { clientTls: _, ...plain } = endpoint;
+    expect(endpointToDoc(plain).clientTls).to.equal(null);
+    expect(endpointFromDoc(endpointToDoc(plain))).to.deep.equal(plain);
+    const { clientTls: __, ...older } = endpointToDoc(plain);
+    expect(endpointFromDoc(older)).to.deep.equal(plain);
+  });
+
   it("maps an endpoint's adaptive concurrency both ways: a value, null when fixed, and fixed when a document predates it", () => {
     const endpoint: Endpoint = {
       id: 'ep_1', tenantId: 'acme', url: 'https://x.example/h', description: '', eventTypes: [], retry: { preset: 'default' },

@@ -234,6 +234,12 @@ describe('MongoDB store queries', () => {
       expect(endpointPatchUpdate({ rateLimit: undefined, concurrency: 3 }, NOW)).to.deep.equal({ $set: { updatedAt: NOW, concurrency: 3 } });
     });
 
+    it('sets a client certificate, and sets it to null to remove it', () => {
+      const clientTls = { cert: 'PEM', key: 'enc:v1:aaaaaaaa:k', passphrase: 'enc:v1:aaaaaaaa:p', subject: 'CN=c', issuer: 'CN=ca', fingerprint: 'AB', notAfter: NOW };
+      expect(endpointPatchUpdate({ clientTls }, NOW)).to.deep.equal({ $set: { updatedAt: NOW, clientTls } });
+      expect(endpointPatchUpdate({ clientTls: null }, NOW)).to.deep.equal({ $set: { updatedAt: NOW, clientTls: null } });
+    });
+
     it('sets adaptive concurrency, and sets it to null to make the concurrency fixed', () => {
       expect(endpointPatchUpdate({ adaptiveConcurrency: { initial: 3, targetLatencyMs: 900 } }, NOW)).to.deep.equal({
         $set: { updatedAt: NOW, adaptiveConcurrency: { initial: 3, targetLatencyMs: 900 } },

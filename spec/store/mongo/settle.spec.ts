@@ -151,5 +151,17 @@ describe('MongoDB settle', () => {
         ['b', 6, 3],
       ]);
     });
+
+    it('leaves the endpoint\'s failing mark alone for a failure of the egress proxy, recording the attempt', () => {
+      const proxied = { kind: 'proxy', status: 502, message: '502 from proxy http://proxy:3128: Bad Gateway' } as const;
+      const plan = planSettle(
+        [{ kind: 'retry', deliveryId: 'a', epoch: EPOCH, attempt: { ...attempt, outcome: proxied, error: 'proxy: 502' }, nextAttemptAt: NOW + 5 }],
+        new Map([['a', inFlight('a', { endpointId: 'ep' })]]),
+        new Map([[1, LEASE]]),
+        NOW,
+      );
+      expect(plan.endpointMarks).to.deep.equal([]);
+      expect(plan.attempts.map((a) => a.outcome)).to.deep.equal([proxied]);
+    });
   });
 });
