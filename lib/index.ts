@@ -5,6 +5,9 @@
 export { Herald, type HeraldDeps } from './herald.ts';
 export type { EndpointView, SigningKeyView } from './endpoints/endpoint-admin.ts';
 export type { FilterTestResult } from './endpoints/subscription.ts';
+export type { ClientTlsView } from './endpoints/client-tls-input.ts';
+export type { EventTypeAdmin } from './event-types/event-type-admin.ts';
+export type { EventType, EventTypeVersion, JsonSchemaObject } from './store/event-type-port.ts';
 export type { ReencryptOutcome } from './endpoints/secret-admin.ts';
 export type { DeadLetterView } from './dead-letters/dead-letter-desk.ts';
 export type { ClusterNodeStatus, StatusSnapshot } from './status/node-status.ts';
@@ -31,6 +34,7 @@ export {
   ConfigError,
   StoreError,
   BlockedAddressError,
+  ProxyError,
   ClosedError,
   UnauthorizedError,
   SecretUnreadableError,
@@ -40,7 +44,7 @@ export {
 export type { OutboxEvent, Endpoint, Delivery, Attempt, Outcome, DeadLetter, DeliveryMode, RetrySpec, RetryFormula, RateLimit, PayloadFilter, TraceContext } from './model.ts';
 export { SignatureScheme, type SigningSecret } from './model.ts';
 export { DisabledReason, JitterKind, TriageState, type Triage } from './model.ts';
-export type { EndpointHeader, EndpointAuth } from './model.ts';
+export type { EndpointHeader, EndpointAuth, ClientTls } from './model.ts';
 export { ReplayJobState, type ReplayJob, type ReplayJobOptions } from './dead-letters/replay-jobs.ts';
 export type { Store } from './store/port.ts';
 export type { DeliveryMinute, DeliveryMinuteIncrement, DeliveryMinutesQuery, EndpointDeliveryTotals, SeriesScope } from './store/delivery-minutes.ts';
