@@ -10,17 +10,19 @@
  *
  * The endpoints are loaded afresh (new objects) every 100 events, as fan-out reads them once per
  * batch: each filter is compiled once per batch, and that is counted. Rounds are interleaved and
- * the median of each kept; figures are this machine's, under tsx.
+ * the median of each kept; figures are this machine's, under tsx. `measurePayloadFilter` returns the
+ * same figures (the bench's `features` scenario runs it).
  */
+import { pathToFileURL } from 'node:url';
 import { planDeliveries } from '../../lib/engine/fanout.ts';
 import { matchesEventType } from '../../lib/endpoints/subscription.ts';
 import { deliveryIdFor, slotOf } from '../../lib/ids.ts';
 import type { Endpoint, OutboxEvent, PayloadFilter } from '../../lib/model.ts';
 import type { NewDelivery } from '../../lib/store/port.ts';
 
-const EVENTS = Number(process.argv[2] ?? 200_000);
 const BATCH = 100;
-const ROUNDS = 7;
+/** Events per case planned before any round counts, so the code is compiled. */
+const WARM_UP = 20_000;
 const SLOTS = 256;
 const NOW = 1_700_000_000_000;
 
@@ -84,16 +86,6 @@ interface Case {
   readonly events: readonly OutboxEvent[];
 }
 
-const small = events(1_024);
-const large = events(10 * 1_024);
-const CASES: readonly Case[] = [
-  { name: 'before', plan: planDeliveriesBefore, filtered: 0, events: small },
-  { name: 'none', plan: planDeliveries, filtered: 0, events: small },
-  { name: 'one', plan: planDeliveries, filtered: 1, events: small },
-  { name: 'all', plan: planDeliveries, filtered: 5, events: small },
-  { name: 'all, 10 KB', plan: planDeliveries, filtered: 5, events: large },
-];
-
 /** µs per event over `count` events, endpoints loaded afresh every BATCH events (outside the timing). */
 function measure(c: Case, count: number): { microsPerEvent: number; deliveries: number } {
   const loads = Array.from({ length: Math.ceil(count / BATCH) }, () => endpoints(c.filtered));
@@ -106,21 +98,63 @@ function measure(c: Case, count: number): { microsPerEvent: number; deliveries: 
   return { microsPerEvent: elapsedNs / 1_000 / count, deliveries };
 }
 
-for (const c of CASES) measure(c, 20_000); // warm-up: the code compiled before any round counts
-const samples = new Map<string, number[]>(CASES.map((c) => [c.name, []]));
-const delivered = new Map<string, number>();
-for (let round = 0; round < ROUNDS; round += 1) {
-  for (const c of CASES) {
-    const { microsPerEvent, deliveries } = measure(c, Math.ceil(EVENTS / ROUNDS));
-    samples.get(c.name)!.push(microsPerEvent);
-    delivered.set(c.name, deliveries);
-  }
+export interface PayloadFilterSizes {
+  /** Events planned per case over all the rounds. */
+  readonly events: number;
+  /** Interleaved rounds; the median of each case is kept. */
+  readonly rounds: number;
 }
+
+export interface PayloadFilterRow {
+  readonly name: string;
+  /** Median of the rounds, µs of `planDeliveries` per event. */
+  readonly microsPerEvent: number;
+  /** Against the `before` case's median. */
+  readonly ratioToBefore: number;
+  readonly deliveriesPerEvent: number;
+}
+
+export interface PayloadFilterResult extends PayloadFilterSizes {
+  readonly endpoints: number;
+  readonly rows: readonly PayloadFilterRow[];
+}
+
 const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const before = median(samples.get('before')!);
-console.log(`planDeliveries, 5 endpoints, ${EVENTS} events per case in ${ROUNDS} interleaved rounds (median µs/event):`);
-for (const c of CASES) {
-  const us = median(samples.get(c.name)!);
-  const perEvent = delivered.get(c.name)! / Math.ceil(EVENTS / ROUNDS);
-  console.log(`  ${c.name.padEnd(11)} ${us.toFixed(3).padStart(7)} µs  ×${(us / before).toFixed(2)} of before  (${perEvent.toFixed(2)} deliveries/event)`);
+
+/** Every case in interleaved rounds of `events / rounds` events each, after a warm-up. */
+export async function measurePayloadFilter({ events: count, rounds }: PayloadFilterSizes): Promise<PayloadFilterResult> {
+  const small = events(1_024);
+  const large = events(10 * 1_024);
+  const cases: readonly Case[] = [
+    { name: 'before', plan: planDeliveriesBefore, filtered: 0, events: small },
+    { name: 'none', plan: planDeliveries, filtered: 0, events: small },
+    { name: 'one', plan: planDeliveries, filtered: 1, events: small },
+    { name: 'all', plan: planDeliveries, filtered: 5, events: small },
+    { name: 'all, 10 KB', plan: planDeliveries, filtered: 5, events: large },
+  ];
+  const perRound = Math.ceil(count / rounds);
+  for (const c of cases) measure(c, WARM_UP); // warm-up: the code compiled before any round counts
+  const samples = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+  const delivered = new Map<string, number>();
+  for (let round = 0; round < rounds; round += 1) {
+    for (const c of cases) {
+      const { microsPerEvent, deliveries } = measure(c, perRound);
+      samples.get(c.name)!.push(microsPerEvent);
+      delivered.set(c.name, deliveries);
+    }
+  }
+  const before = median(samples.get('before')!);
+  const rows = cases.map((c) => {
+    const us = median(samples.get(c.name)!);
+    return { name: c.name, microsPerEvent: us, ratioToBefore: us / before, deliveriesPerEvent: delivered.get(c.name)! / perRound };
+  });
+  return { events: count, rounds, endpoints: FILTERS.length, rows };
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const result = await measurePayloadFilter({ events: Number(process.argv[2] ?? 200_000), rounds: 7 });
+  console.log(`planDeliveries, ${result.endpoints} endpoints, ${result.events} events per case in ${result.rounds} interleaved rounds (median µs/event):`);
+  for (const row of result.rows) {
+    console.log(`  ${row.name.padEnd(11)} ${row.microsPerEvent.toFixed(3).padStart(7)} µs  ×${row.ratioToBefore.toFixed(2)} of before  (${row.deliveriesPerEvent.toFixed(2)} deliveries/event)`);
+  }
 }

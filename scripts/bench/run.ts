@@ -24,7 +24,7 @@ import { describeMachine } from './harness.ts';
 import type { Spread } from './peers/peers-scenario.ts';
 import { formatPgCost, type PgCost } from './peers/pg-cost.ts';
 
-const SCENARIOS = ['throughput', 'latency', 'isolation', 'fairness', 'signing', 'timers', 'endpoints', 'recovery', 'adaptive', 'cluster', 'scaleout', 'replay', 'peers'] as const;
+const SCENARIOS = ['throughput', 'latency', 'isolation', 'fairness', 'signing', 'timers', 'endpoints', 'recovery', 'adaptive', 'cluster', 'scaleout', 'replay', 'features', 'peers'] as const;
 /** Scenarios that read the heap after a full GC; the others must not get --expose-gc, which worker threads (the signing pool) refuse. */
 const NEEDS_GC: ReadonlySet<string> = new Set(['timers', 'endpoints']);
 /** Hard bound per scenario process: past it, the scenario is killed and reported as failed. */
@@ -226,6 +226,24 @@ for (const [name, r] of Object.entries(scenarios)) {
         `${fmt(r.deadLetters)} dead letters, new events at ${fmt(r.newEventsPerSec)}/s: p50/p99 ${fmt(quiet.p50Ms)}/${fmt(quiet.p99Ms, ' ms')} without a replay, ${fmt(paced.p50Ms)}/${fmt(paced.p99Ms, ' ms')} during the paced job (${fmt(paced.replayedPerSec)}/s), ${fmt(bulk.p50Ms)}/${fmt(bulk.p99Ms, ' ms')} during the bulk replay (${fmt(bulk.replayedPerSec)}/s); load ${fmt(r.loadAverage1m)}`,
         'report',
         '—',
+      ]);
+      break;
+    }
+    case 'features': {
+      // The three "unused costs nothing" ratios first (the target), then what each costs in use.
+      const unused = (r.unused ?? {}) as Record<string, Result | undefined>;
+      const inUse = (r.inUse ?? {}) as Record<string, Record<string, Result | undefined> | undefined>;
+      const [tracing, schema, filter] = [unused.tracingNoSdk, unused.schemaWithoutType, unused.filterNone];
+      const filters = inUse.payloadFilter ?? {};
+      const sign = inUse.ed25519?.sign1KiB;
+      const sdk = inUse.tracing?.sdk;
+      rows.push([
+        name,
+        `unused: tracing ${fmt(tracing?.ratio)}×, schema ${fmt(schema?.ratio)}×, filter ${fmt(filter?.ratio)}×`,
+        `unused: tracing without an SDK ${fmt(tracing?.micros)} vs off ${fmt(tracing?.baselineMicros, ' µs')}/delivery; publish of a type without a schema ${fmt(schema?.micros)} vs no catalog ${fmt(schema?.baselineMicros, ' µs')}; planDeliveries without filters ${fmt(filter?.micros)} vs before ${fmt(filter?.baselineMicros, ' µs')}/event. ` +
+          `In use: schema checked ${fmt(inUse.schemaChecked?.publishUs)} µs/publish (${fmt(inUse.schemaChecked?.ratioToNoCatalog)}×); filter on one/all/all 10 KB ${fmt(filters.one?.ratioToBefore)}/${fmt(filters.all?.ratioToBefore)}/${fmt(filters['all, 10 KB']?.ratioToBefore)}× before; ed25519 1 KiB ${fmt(sign?.ed25519Us)} vs HMAC ${fmt(sign?.hmacUs, ' µs')} (${fmt(sign?.ratio)}×); SDK span ${fmt(sdk?.us)} vs ${fmt(sdk?.offWithSdkUs, ' µs')} (${fmt(sdk?.ratio)}×)`,
+        'unused ≤ 1.05× each',
+        verdict(r),
       ]);
       break;
     }
