@@ -42,8 +42,8 @@ const COMMANDS: Readonly<Record<string, { load: () => Promise<Command>; usage: s
 const USAGE = `${START_USAGE}
 
 Operations (against a running node's admin API; \`herald <command> --help\` for details):
-  herald endpoints add|list|show|enable|disable|rotate-secret
-  herald event-types list|show|create|update|deprecate|delete   the catalog, its JSON Schemas checked at publish
+  herald endpoints add|update|list|show|events|filter-test|enable|disable|rotate-secret
+  herald event-types list|show|create|update|deprecate|undeprecate|delete   the catalog, its JSON Schemas checked at publish
   herald publish --tenant <id> --type <type> --payload <json>
   herald deliveries [--endpoint <id>] [--since 7d] …
   herald dlq list [--state new] | dlq ack|discard <id…> --note <why> --by <who>

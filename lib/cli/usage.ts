@@ -7,7 +7,7 @@ export const START_USAGE = `Usage: herald start [options]
 
 Options:
   --config <file>          JSON file overriding config/default.json
-  --store <setting>        sqlite:<path>, mongodb://host/db?replicaSet=rs0 or mongodb-memory-server (HERALD_STORE)
+  --store <setting>        sqlite:<path>, postgres://user:pw@host/db, mongodb://host/db?replicaSet=rs0, mongodb-memory-server (HERALD_STORE)
   --port <n>               status port                  (HERALD_PORT)
   --host <address>         address to bind              (HERALD_HOST)
   --data-dir <dir>         where the admin token is kept (HERALD_DATA_DIR)
