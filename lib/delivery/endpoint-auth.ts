@@ -60,11 +60,12 @@ const opened = new WeakMap<Endpoint, Readonly<Record<string, string>>>();
 
 /**
  * The headers of one attempt: the endpoint's custom headers and static `authorization`, then
- * `heraldHeaders` (names lower-cased), which win.
+ * `heraldHeaders` (names lower-cased), which win; `heraldHeaders` itself for an endpoint with none.
  * @throws SecretUnreadableError when a sealed value cannot be opened.
  */
-export function requestHeaders(endpoint: Endpoint, heraldHeaders: Readonly<Record<string, string>>, open: OpenSecret): Record<string, string> {
-  if (endpoint.headers === undefined && endpoint.auth === undefined) return { ...heraldHeaders };
+export function requestHeaders(endpoint: Endpoint, heraldHeaders: Record<string, string>, open: OpenSecret): Record<string, string> {
+  // Nothing of the endpoint's own: Herald's headers as they are (a fresh object per attempt).
+  if (endpoint.headers === undefined && endpoint.auth === undefined) return heraldHeaders;
   let own = opened.get(endpoint);
   if (own === undefined) {
     own = ownHeaders(endpoint, open);
